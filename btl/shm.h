@@ -1,0 +1,67 @@
+// btl/shm.h - the intra-node shared-memory channel.
+//
+// One segment per team and node: a control block of flags per local rank, then
+// one data region per local rank. The node leader creates the segment (0600,
+// O_EXCL, unguessable name); the others map it; it is unlinked as soon as every
+// local peer has mapped it, so nothing outlives the job.
+//
+// Flags are monotonic counters: a rank stores (global segment number + 1) into
+// its own flag when it has finished a stage of that segment; peers wait for
+// their target value. No flag is ever reset, so no reset can race.
+#ifndef STRATA_BTL_SHM_H
+#define STRATA_BTL_SHM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common.h"
+
+namespace strata {
+
+// Flags per local rank, each on its own cache line. Algorithms name them.
+enum ShmFlag : int {
+    kFlagReady = 0,   // my input for this segment is in my region
+    kFlagSlice = 1,   // the part of the result I own is final
+    kFlagDone = 2,    // I no longer read anyone's region for this segment
+    kFlagUser = 3,    // first flag free for algorithm-specific use
+    kFlagCount = 8
+};
+
+class ShmChannel {
+public:
+    ShmChannel() = default;
+    ~ShmChannel();
+    ShmChannel(const ShmChannel &) = delete;
+    ShmChannel &operator=(const ShmChannel &) = delete;
+
+    static size_t segment_bytes(int local_size, size_t region_bytes);
+
+    // Leader: creates and maps a new segment in dir (nullptr: POSIX shm), returns its name.
+    Status create(const char *dir, int local_size, size_t region_bytes, std::string *name);
+    // Peer: maps the segment the leader created.
+    Status attach(const char *dir, const std::string &name, int local_size, size_t region_bytes);
+    // Private memory with the same layout, for a node with a single rank.
+    Status make_private(size_t region_bytes);
+    // Removes the name (leader, once every peer has attached); mappings stay valid.
+    void unlink();
+
+    uint64_t *flag(int local, int which) const;
+    char *region(int local) const;
+    size_t region_bytes() const { return region_bytes_; }
+    int local_size() const { return local_size_; }
+
+private:
+    Status map(int fd, size_t bytes);
+    void *base_ = nullptr;
+    size_t bytes_ = 0;
+    bool is_private_ = false;
+    int local_size_ = 0;
+    size_t region_bytes_ = 0;
+    std::string name_;  // set until unlinked (leader only)
+    std::string dir_;   // "" = POSIX shm
+};
+
+}  // namespace strata
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * coll_strata.h - the Open MPI side of strata: component, module, entry points.
+ *
+ * The module replaces allreduce, allgather(v), reduce_scatter(_block), bcast,
+ * alltoall(v) and reduce. Every entry point checks support first and hands anything
+ * strata does not take to the module it replaced (captured in enable), so the
+ * component never fails a call it does not support.
+ */
+#ifndef MCA_COLL_STRATA_H
+#define MCA_COLL_STRATA_H
+
+#include "coll_strata_compat.h"
+#include "strata.h"
+
+BEGIN_C_DECLS
+
+/* ---------------------------------------------------------------- component */
+
+typedef struct mca_coll_strata_component_t {
+    mca_coll_strata_base_component_t super;
+
+    /* MCA variables (registered in coll_strata_component.c) */
+    int priority;
+    int verbose;
+    bool enable;
+    bool host_buffers;
+    int node_size;
+    size_t segment_size;
+    size_t small_msg_size;
+    int algorithm[STRATA_COLL_COUNT];
+    char *shm_dir;
+
+    int output;     /* opal_output stream, verbosity = verbose */
+} mca_coll_strata_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_component;
+
+/* ---------------------------------------------------------------- module */
+
+/* The previous module's function and module for each collective strata overrides. */
+#define MCA_COLL_STRATA_PREV(name)                  \
+    mca_coll_base_module_##name##_fn_t name;        \
+    mca_coll_base_module_t *name##_module
+
+typedef struct mca_coll_strata_prev_t {
+    MCA_COLL_STRATA_PREV(allreduce);
+    MCA_COLL_STRATA_PREV(allgather);
+    MCA_COLL_STRATA_PREV(allgatherv);
+    MCA_COLL_STRATA_PREV(reduce_scatter);
+    MCA_COLL_STRATA_PREV(reduce_scatter_block);
+    MCA_COLL_STRATA_PREV(bcast);
+    MCA_COLL_STRATA_PREV(alltoall);
+    MCA_COLL_STRATA_PREV(alltoallv);
+    MCA_COLL_STRATA_PREV(reduce);
+} mca_coll_strata_prev_t;
+
+typedef struct mca_coll_strata_module_t {
+    mca_coll_base_module_t super;
+    struct ompi_communicator_t *comm;   /* not retained: the module lives inside it */
+    mca_coll_strata_prev_t prev;
+    strata_team_t *team;                /* created in enable, destroyed with the module */
+    strata_transport_t transport;       /* ctx = this module */
+    size_t *rs_counts;                  /* reduce_scatter scratch, comm size entries */
+} mca_coll_strata_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
+
+int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* Fills cfg from the MCA variables. */
+void mca_coll_strata_fill_config(strata_config_t *cfg);
+
+/* ---------------------------------------------------------------- transport (p2p) */
+
+/* All strata tags lie in [MCA_COLL_STRATA_TAG_BASE - STRATA_TAG_SPACE + 1,
+ * MCA_COLL_STRATA_TAG_BASE]; see coll_strata_p2p.c for why. */
+#define MCA_COLL_STRATA_TAG_BASE (-(1 << 22))
+
+void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transport_t *t);
+
+/* ---------------------------------------------------------------- support checks */
+
+/* Each returns NULL when supported, else a short static reason for the fallback log. */
+const char *mca_coll_strata_map_dtype(struct ompi_datatype_t *dt, strata_dtype_t *out);
+const char *mca_coll_strata_map_op(struct ompi_op_t *op, strata_dtype_t dt, strata_op_t *out);
+/* Reductions: predefined type with a kernel, predefined op with a kernel. */
+const char *mca_coll_strata_check_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                            strata_dtype_t *sdt, strata_op_t *sop);
+/* Byte-moving collectives: count elements of dt form one gap-free block starting at
+ * the buffer pointer; *bytes gets its size. */
+const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
+                                        size_t *bytes);
+/* Buffer placement: with coll_strata_host_buffers off, strata only takes calls whose
+ * significant buffers (non-NULL arguments) are all device memory. */
+const char *mca_coll_strata_check_buffers(const void *a, const void *b);
+
+/* Device-memory hook: 1 when ptr is GPU memory. Always 0 until device detection lands. */
+int mca_coll_strata_buffer_is_device(const void *ptr);
+
+/* Logs "coll:strata: <rank> <coll> <bytes> B fallback (why)" at verbose >= 2 and
+ * each distinct reason once at verbose >= 1. */
+void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
+                                  size_t bytes, const char *why);
+
+/* strata status -> MPI error code (logs the failing collective). */
+int mca_coll_strata_status_to_mpi(strata_status_t st, struct ompi_communicator_t *comm,
+                                  const char *coll);
+
+/* Core logger registered with strata_set_logger. */
+void mca_coll_strata_core_log(int level, const char *msg);
+
+/* Fallback reasons shared by several entry points. */
+extern const char mca_coll_strata_why_core_pending[];   /* core algorithm not there yet */
+extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_FALLBACK */
+extern const char mca_coll_strata_why_not_in_strata[];  /* v-variants etc. */
+
+/* ---------------------------------------------------------------- entry points */
+
+int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                              mca_coll_base_module_t *module);
+int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                               void *rbuf, const int *rcounts, const int *disps,
+                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module);
+int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         mca_coll_base_module_t *module);
+int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdisps,
+                              struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                              const int *rdisps, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_STRATA_H */

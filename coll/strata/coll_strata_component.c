@@ -1,0 +1,214 @@
+/*
+ * coll_strata_component.c - the component struct and every MCA variable.
+ *
+ * All tunables are registered here, once, with help text, type, level and (for
+ * choices) an enum of names, so that `ompi_info --param coll strata --level 9`
+ * documents the component. Values reach the core through mca_coll_strata_fill_config.
+ */
+#include "coll_strata.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+const char *mca_coll_strata_component_version_string =
+    "strata collective component version " STRATA_VERSION;
+
+static int mca_coll_strata_register(void);
+static int mca_coll_strata_open(void);
+static int mca_coll_strata_close(void);
+
+mca_coll_strata_component_t mca_coll_strata_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_STRATA_BASE_VERSION,
+            .mca_component_name = "strata",
+            /* strata's own version (STRATA_VERSION), not Open MPI's */
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = mca_coll_strata_open,
+            .mca_close_component = mca_coll_strata_close,
+            .mca_register_component_params = mca_coll_strata_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = mca_coll_strata_init_query,
+        .collm_comm_query = mca_coll_strata_comm_query,
+    },
+    /* Above hcoll (90), fca (80), cuda (78), self (75), sync (50), tuned (30),
+     * libnbc/basic (10): strata must see device buffers before any of them. */
+    .priority = 95,
+    .verbose = 0,
+    .enable = true,
+    .host_buffers = false,
+    .node_size = 0,
+    .segment_size = 262144,
+    .small_msg_size = 16384,
+    .shm_dir = NULL,
+    .output = -1,
+};
+
+/* Registers <coll>_algorithm with an enum {auto, <the core's table>}. */
+static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t coll)
+{
+    char name[64], desc[2048];
+    mca_base_var_enum_value_t *values;
+    mca_base_var_enum_t *en = NULL;
+    int n = strata_algorithm_count(coll), i;
+    size_t len;
+
+    values = calloc((size_t) n + 2, sizeof(*values));
+    if (NULL == values) {
+        return;
+    }
+    values[0].value = STRATA_ALG_AUTO;
+    values[0].string = "auto";
+    len = (size_t) snprintf(desc, sizeof(desc),
+                            "Algorithm for %s: auto (built-in rules by message size, nodes and "
+                            "ranks per node)", strata_coll_name(coll));
+    for (i = 0; i < n; ++i) {
+        const char *d = strata_algorithm_description(coll, i);
+        values[i + 1].value = i;
+        values[i + 1].string = strata_algorithm_name(coll, i);
+        if (len < sizeof(desc)) {
+            len += (size_t) snprintf(desc + len, sizeof(desc) - len, ", %s%s%s%s",
+                                     values[i + 1].string, d ? " (" : "", d ? d : "", d ? ")" : "");
+        }
+    }
+    if (0 == n && len < sizeof(desc)) {
+        snprintf(desc + len, sizeof(desc) - len,
+                 "; strata has no algorithm for it yet, so every call goes to the previous module");
+    }
+    snprintf(name, sizeof(name), "%s_algorithm", strata_coll_name(coll));
+
+    mca_coll_strata_component.algorithm[coll] = STRATA_ALG_AUTO;
+    if (OPAL_SUCCESS == mca_base_var_enum_create(name, values, &en)) {
+        (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, en, 0, 0,
+                                               OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                                               &mca_coll_strata_component.algorithm[coll]);
+        OBJ_RELEASE(en);   /* the variable holds its own reference */
+    }
+    free(values);          /* strings were copied by mca_base_var_enum_create */
+}
+
+static int mca_coll_strata_register(void)
+{
+    const mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+    mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    int coll;
+
+    (void) mca_base_component_var_register(c, "enable",
+        "Use the strata component at all (false: strata declines every communicator)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->enable);
+    (void) mca_base_component_var_register(c, "priority",
+        "Priority of coll/strata; it must be above every component it should take calls "
+        "from (hcoll 90, fca 80, cuda 78, self 75, tuned 30). A communicator can opt out "
+        "with the info key strata=off given to MPI_Comm_dup_with_info",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->priority);
+    (void) mca_base_component_var_register(c, "verbose",
+        "Verbosity: 0 quiet, 1 setup and each distinct fallback reason once, "
+        "2 one line per call (collective, bytes, algorithm or fallback reason)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
+        &cs->verbose);
+    (void) mca_base_component_var_register(c, "host_buffers",
+        "Also run strata's algorithms on host (CPU) buffers. When false, strata only takes "
+        "calls whose buffers are in GPU memory and hands the rest to the component it "
+        "replaced (this build has no device detection yet, so false means every call falls back)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->host_buffers);
+    (void) mca_base_component_var_register(c, "node_size",
+        "Split each real node into virtual nodes of this many consecutive local ranks "
+        "(traffic between them takes the inter-node path), for testing multi-node "
+        "algorithms on one machine; 0 uses the real node layout",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->node_size);
+    (void) mca_base_component_var_register(c, "segment_size",
+        "Pipeline segment in bytes: messages are cut into segments of this size so that "
+        "reduction, intra-node and network traffic overlap",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->segment_size);
+    (void) mca_base_component_var_register(c, "small_msg_size",
+        "Messages of at most this many bytes count as small: the auto rules pick "
+        "latency-bound algorithms for them",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->small_msg_size);
+    (void) mca_base_component_var_register(c, "shm_dir",
+        "Folder for strata's shared-memory segments (empty: /dev/shm); segments are "
+        "created 0600 and unlinked once every local peer has mapped them",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->shm_dir);
+
+    for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
+        register_algorithm_var(c, (strata_coll_t) coll);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Lets opal_show_help find help-coll-strata.txt, which is installed next to the .so
+ * (component dirs only load files named mca_*), or the source tree's copy. */
+static void add_help_dirs(void)
+{
+    Dl_info info;
+    if (0 != dladdr((void *) &mca_coll_strata_component, &info) && NULL != info.dli_fname) {
+        char *copy = strdup(info.dli_fname);
+        if (NULL != copy) {
+            (void) opal_show_help_add_dir(dirname(copy));
+            free(copy);
+        }
+    }
+#ifdef MCA_COLL_STRATA_SRC_HELP_DIR
+    (void) opal_show_help_add_dir(MCA_COLL_STRATA_SRC_HELP_DIR);
+#endif
+}
+
+static int mca_coll_strata_open(void)
+{
+    mca_coll_strata_component.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_coll_strata_component.output, mca_coll_strata_component.verbose);
+    strata_set_logger(mca_coll_strata_core_log);
+    add_help_dirs();
+    return OMPI_SUCCESS;
+}
+
+static int mca_coll_strata_close(void)
+{
+    strata_set_logger(NULL);
+    if (0 <= mca_coll_strata_component.output) {
+        opal_output_close(mca_coll_strata_component.output);
+        mca_coll_strata_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_strata_fill_config(strata_config_t *cfg)
+{
+    const mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    int coll;
+
+    strata_config_defaults(cfg);
+    cfg->verbose = cs->verbose;
+    cfg->node_size = cs->node_size > 0 ? cs->node_size : 0;
+    cfg->segment_size = cs->segment_size;
+    cfg->small_msg_size = cs->small_msg_size;
+    for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
+        cfg->algorithm[coll] = cs->algorithm[coll];
+    }
+    cfg->shm_dir = (NULL != cs->shm_dir && '\0' != cs->shm_dir[0]) ? cs->shm_dir : NULL;
+}
+
+/* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */
+void mca_coll_strata_core_log(int level, const char *msg)
+{
+    int rank = ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world);
+    if (level <= mca_coll_strata_component.verbose) {
+        opal_output(mca_coll_strata_component.output, "coll:strata: %d: %s", rank, msg);
+    }
+}

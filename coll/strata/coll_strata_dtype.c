@@ -1,0 +1,272 @@
+/*
+ * coll_strata_dtype.c - MPI datatypes and ops -> strata enums, the support checks
+ * shared by all entry points, fallback logging and error mapping.
+ *
+ * Predefined types are mapped by kind and size (so MPI_LONG, MPI_AINT, MPI_COUNT or
+ * Fortran INTEGER land on the right width on every platform); types with holes
+ * (size != extent), MPI_CHAR/MPI_WCHAR (characters: no arithmetic in MPI), 16-byte
+ * Fortran reals (may not be long double) and everything derived fall back.
+ */
+#include "coll_strata.h"
+
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/output.h"
+
+const char mca_coll_strata_why_core_pending[] = "core algorithm lands with issue 3";
+const char mca_coll_strata_why_core_declined[] = "core declined";
+const char mca_coll_strata_why_not_in_strata[] = "no strata algorithm for this collective";
+
+typedef enum {
+    KIND_SINT, KIND_UINT, KIND_FLOAT, KIND_LDOUBLE, KIND_COMPLEX, KIND_LDCOMPLEX,
+    KIND_BOOL, KIND_LOGICAL, KIND_BYTE, KIND_FLOAT_INT, KIND_2INT
+} dtype_kind_t;
+
+typedef struct {
+    MPI_Datatype type;
+    dtype_kind_t kind;
+} dtype_entry_t;
+
+/* Built on first use: the handles are addresses of Open MPI's predefined objects. */
+static const dtype_entry_t *dtype_table(size_t *n)
+{
+    static const dtype_entry_t *table_ptr = NULL;
+    static dtype_entry_t table[64];
+    static size_t count = 0;
+    if (NULL == table_ptr) {
+        size_t k = 0;
+#define E(t, kd) table[k].type = (t); table[k].kind = (kd); ++k
+        E(MPI_SIGNED_CHAR, KIND_SINT); E(MPI_UNSIGNED_CHAR, KIND_UINT);
+        E(MPI_SHORT, KIND_SINT); E(MPI_UNSIGNED_SHORT, KIND_UINT);
+        E(MPI_INT, KIND_SINT); E(MPI_UNSIGNED, KIND_UINT);
+        E(MPI_LONG, KIND_SINT); E(MPI_UNSIGNED_LONG, KIND_UINT);
+        E(MPI_LONG_LONG_INT, KIND_SINT); E(MPI_UNSIGNED_LONG_LONG, KIND_UINT);
+        E(MPI_INT8_T, KIND_SINT); E(MPI_UINT8_T, KIND_UINT);
+        E(MPI_INT16_T, KIND_SINT); E(MPI_UINT16_T, KIND_UINT);
+        E(MPI_INT32_T, KIND_SINT); E(MPI_UINT32_T, KIND_UINT);
+        E(MPI_INT64_T, KIND_SINT); E(MPI_UINT64_T, KIND_UINT);
+        E(MPI_AINT, KIND_SINT); E(MPI_OFFSET, KIND_SINT); E(MPI_COUNT, KIND_SINT);
+        E(MPI_INTEGER, KIND_SINT); E(MPI_INTEGER1, KIND_SINT); E(MPI_INTEGER2, KIND_SINT);
+        E(MPI_INTEGER4, KIND_SINT); E(MPI_INTEGER8, KIND_SINT);
+        E(MPI_FLOAT, KIND_FLOAT); E(MPI_DOUBLE, KIND_FLOAT); E(MPI_LONG_DOUBLE, KIND_LDOUBLE);
+        E(MPI_REAL, KIND_FLOAT); E(MPI_DOUBLE_PRECISION, KIND_FLOAT);
+        E(MPI_REAL4, KIND_FLOAT); E(MPI_REAL8, KIND_FLOAT);
+        E(MPI_C_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_C_DOUBLE_COMPLEX, KIND_COMPLEX);
+        E(MPI_C_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
+        E(MPI_CXX_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_CXX_DOUBLE_COMPLEX, KIND_COMPLEX);
+        E(MPI_CXX_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
+        E(MPI_COMPLEX, KIND_COMPLEX); E(MPI_DOUBLE_COMPLEX, KIND_COMPLEX);
+        E(MPI_COMPLEX8, KIND_COMPLEX); E(MPI_COMPLEX16, KIND_COMPLEX);
+        E(MPI_C_BOOL, KIND_BOOL); E(MPI_CXX_BOOL, KIND_BOOL);
+        E(MPI_LOGICAL, KIND_LOGICAL); E(MPI_LOGICAL4, KIND_LOGICAL);
+        E(MPI_BYTE, KIND_BYTE);
+        E(MPI_FLOAT_INT, KIND_FLOAT_INT); E(MPI_2INT, KIND_2INT);
+#undef E
+        count = k;
+        table_ptr = table;   /* benign race: every thread writes the same values */
+    }
+    *n = count;
+    return table_ptr;
+}
+
+const char *mca_coll_strata_map_dtype(struct ompi_datatype_t *dt, strata_dtype_t *out)
+{
+    const dtype_entry_t *table;
+    size_t n, i, size = 0;
+    ptrdiff_t lb = 0, extent = 0;
+
+    if (NULL == dt || !ompi_datatype_is_predefined(dt)) {
+        return "derived datatype";
+    }
+    table = dtype_table(&n);
+    for (i = 0; i < n && table[i].type != dt; ++i) {
+    }
+    if (i == n) {
+        return "datatype without a strata kernel";
+    }
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    if (0 == size || 0 != lb || (ptrdiff_t) size != extent) {
+        return "datatype with holes or unavailable";
+    }
+
+    switch (table[i].kind) {
+    case KIND_SINT:
+    case KIND_UINT: {
+        static const strata_dtype_t s[] = { STRATA_INT8, STRATA_INT16, STRATA_INT32, STRATA_INT64 };
+        static const strata_dtype_t u[] = { STRATA_UINT8, STRATA_UINT16, STRATA_UINT32, STRATA_UINT64 };
+        int idx = 1 == size ? 0 : 2 == size ? 1 : 4 == size ? 2 : 8 == size ? 3 : -1;
+        if (idx < 0) {
+            return "integer size without a strata kernel";
+        }
+        *out = KIND_SINT == table[i].kind ? s[idx] : u[idx];
+        return NULL;
+    }
+    case KIND_FLOAT:
+        if (4 == size) { *out = STRATA_FLOAT; return NULL; }
+        if (8 == size) { *out = STRATA_DOUBLE; return NULL; }
+        return "floating-point size without a strata kernel";
+    case KIND_LDOUBLE:
+        if (sizeof(long double) == size) { *out = STRATA_LONG_DOUBLE; return NULL; }
+        return "long double size mismatch";
+    case KIND_COMPLEX:
+        if (8 == size) { *out = STRATA_C_FLOAT_COMPLEX; return NULL; }
+        if (16 == size) { *out = STRATA_C_DOUBLE_COMPLEX; return NULL; }
+        return "complex size without a strata kernel";
+    case KIND_LDCOMPLEX:
+        if (2 * sizeof(long double) == size) { *out = STRATA_C_LONG_DOUBLE_COMPLEX; return NULL; }
+        return "long double complex size mismatch";
+    case KIND_BOOL:
+        if (1 == size) { *out = STRATA_BOOL; return NULL; }
+        return "bool size without a strata kernel";
+    case KIND_LOGICAL:
+        if (4 == size) { *out = STRATA_LOGICAL4; return NULL; }
+        return "Fortran LOGICAL size without a strata kernel";
+    case KIND_BYTE:
+        *out = STRATA_BYTE;
+        return NULL;
+    case KIND_FLOAT_INT:
+        if (sizeof(float) + sizeof(int) == size) { *out = STRATA_FLOAT_INT; return NULL; }
+        return "MPI_FLOAT_INT layout mismatch";
+    case KIND_2INT:
+        if (2 * sizeof(int) == size) { *out = STRATA_2INT; return NULL; }
+        return "MPI_2INT layout mismatch";
+    }
+    return "datatype without a strata kernel";
+}
+
+const char *mca_coll_strata_map_op(struct ompi_op_t *op, strata_dtype_t dt, strata_op_t *out)
+{
+    MPI_Op ops[STRATA_OP_COUNT];
+    int i;
+
+    ops[STRATA_OP_SUM] = MPI_SUM;   ops[STRATA_OP_PROD] = MPI_PROD;
+    ops[STRATA_OP_MAX] = MPI_MAX;   ops[STRATA_OP_MIN] = MPI_MIN;
+    ops[STRATA_OP_LAND] = MPI_LAND; ops[STRATA_OP_LOR] = MPI_LOR;  ops[STRATA_OP_LXOR] = MPI_LXOR;
+    ops[STRATA_OP_BAND] = MPI_BAND; ops[STRATA_OP_BOR] = MPI_BOR;  ops[STRATA_OP_BXOR] = MPI_BXOR;
+    ops[STRATA_OP_MAXLOC] = MPI_MAXLOC; ops[STRATA_OP_MINLOC] = MPI_MINLOC;
+    for (i = 0; i < STRATA_OP_COUNT; ++i) {
+        if (ops[i] == op) {
+            break;
+        }
+    }
+    if (STRATA_OP_COUNT == i) {
+        return "user-defined or unsupported op";
+    }
+    if (!strata_op_supported(dt, (strata_op_t) i)) {
+        return "no kernel for this (datatype, op)";
+    }
+    *out = (strata_op_t) i;
+    return NULL;
+}
+
+const char *mca_coll_strata_check_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                            strata_dtype_t *sdt, strata_op_t *sop)
+{
+    const char *why = mca_coll_strata_map_dtype(dt, sdt);
+    return NULL != why ? why : mca_coll_strata_map_op(op, *sdt, sop);
+}
+
+const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
+                                        size_t *bytes)
+{
+    size_t size = 0;
+    ptrdiff_t lb = 0, extent = 0, tlb = 0, textent = 0;
+
+    if (NULL == dt || count < 0) {
+        return "invalid datatype";
+    }
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_get_extent(dt, &lb, &extent);
+    ompi_datatype_get_true_extent(dt, &tlb, &textent);
+    /* One gap-free block that starts at the buffer and whose blocks tile by size. */
+    if (0 != lb || 0 != tlb || (ptrdiff_t) size != extent || (ptrdiff_t) size != textent ||
+        !ompi_datatype_is_contiguous_memory_layout(dt, count > 0 ? count : 1)) {
+        return "non-contiguous datatype";
+    }
+    *bytes = size * (size_t) count;
+    return NULL;
+}
+
+int mca_coll_strata_buffer_is_device(const void *ptr)
+{
+    (void) ptr;   /* device detection lands with the CUDA memory domain */
+    return 0;
+}
+
+const char *mca_coll_strata_check_buffers(const void *a, const void *b)
+{
+    if (mca_coll_strata_component.host_buffers) {
+        return NULL;
+    }
+    if ((NULL == a && NULL == b) ||
+        (NULL != a && MPI_IN_PLACE != a && !mca_coll_strata_buffer_is_device(a)) ||
+        (NULL != b && MPI_IN_PLACE != b && !mca_coll_strata_buffer_is_device(b))) {
+        return "host buffer (coll_strata_host_buffers=false)";
+    }
+    return NULL;
+}
+
+/* Reasons are static strings: remember the ones already said (pointer compare). */
+#define STRATA_MAX_REASONS 64
+static const char *said_reasons[STRATA_MAX_REASONS];
+static int said_count = 0;
+
+static int first_time(const char *why)
+{
+    int i;
+    for (i = 0; i < said_count; ++i) {
+        if (said_reasons[i] == why) {
+            return 0;
+        }
+    }
+    if (said_count < STRATA_MAX_REASONS) {
+        said_reasons[said_count++] = why;
+    }
+    return 1;
+}
+
+void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
+                                  size_t bytes, const char *why)
+{
+    int verbose = mca_coll_strata_component.verbose;
+    if (verbose < 1) {
+        return;
+    }
+    if (verbose >= 2) {
+        opal_output(mca_coll_strata_component.output,
+                    "coll:strata: %d: %s %zu B cid %d: fallback (%s)",
+                    ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, bytes,
+                    (int) comm->c_contextid, why);
+    } else if (first_time(why)) {
+        opal_output(mca_coll_strata_component.output,
+                    "coll:strata: %d: %s falls back to the previous module: %s "
+                    "(said once per reason; coll_strata_verbose=2 logs every call)",
+                    ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, why);
+    }
+}
+
+int mca_coll_strata_status_to_mpi(strata_status_t st, struct ompi_communicator_t *comm,
+                                  const char *coll)
+{
+    int err;
+    switch (st) {
+    case STRATA_OK:
+    case STRATA_FALLBACK:
+        return MPI_SUCCESS;
+    case STRATA_ERR_ARG:         err = MPI_ERR_ARG; break;
+    case STRATA_ERR_NOMEM:       err = MPI_ERR_NO_MEM; break;
+    case STRATA_ERR_UNSUPPORTED: err = MPI_ERR_UNSUPPORTED_OPERATION; break;
+    case STRATA_ERR_SYS:
+    case STRATA_ERR_COMM:
+    case STRATA_ERR_DEVICE:
+    case STRATA_ERR_INTERNAL:
+    default:                     err = MPI_ERR_INTERN; break;
+    }
+    opal_output(mca_coll_strata_component.output,
+                "coll:strata: %d: %s on communicator %s failed: strata status %d -> MPI error %d",
+                ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll,
+                comm->c_name, (int) st, err);
+    return err;
+}

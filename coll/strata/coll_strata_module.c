@@ -1,0 +1,196 @@
+/*
+ * coll_strata_module.c - comm_query, enable (capture of the previous module) and
+ * the lifetime of the strata team attached to a communicator.
+ */
+#include "coll_strata.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "opal/util/info.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+#include "ompi/mca/rte/rte.h"
+
+static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
+{
+    m->comm = NULL;
+    memset(&m->prev, 0, sizeof(m->prev));
+    m->team = NULL;
+    memset(&m->transport, 0, sizeof(m->transport));
+    m->rs_counts = NULL;
+}
+
+/* Releases whatever enable captured; also runs when enable failed half way. */
+static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *m)
+{
+    strata_team_destroy(m->team);
+    m->team = NULL;
+    free(m->rs_counts);
+    m->rs_counts = NULL;
+#define STRATA_RELEASE_PREV(name)                       \
+    if (NULL != m->prev.name##_module) {                \
+        OBJ_RELEASE(m->prev.name##_module);             \
+        m->prev.name##_module = NULL;                   \
+    }
+    STRATA_RELEASE_PREV(allreduce);
+    STRATA_RELEASE_PREV(allgather);
+    STRATA_RELEASE_PREV(allgatherv);
+    STRATA_RELEASE_PREV(reduce_scatter);
+    STRATA_RELEASE_PREV(reduce_scatter_block);
+    STRATA_RELEASE_PREV(bcast);
+    STRATA_RELEASE_PREV(alltoall);
+    STRATA_RELEASE_PREV(alltoallv);
+    STRATA_RELEASE_PREV(reduce);
+#undef STRATA_RELEASE_PREV
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_strata_module_t, mca_coll_base_module_t,
+                   mca_coll_strata_module_construct, mca_coll_strata_module_destruct);
+
+int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    (void) enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+/* info key "strata" = off/false/no/0 on the communicator opts it out. */
+static int comm_opted_out(struct ompi_communicator_t *comm)
+{
+    opal_info_t *info = MCA_COLL_STRATA_COMM_INFO(comm);
+    char value[32];
+    int flag = 0;
+
+    if (NULL == info) {
+        return 0;
+    }
+    if (OPAL_SUCCESS != opal_info_get(info, "strata", (int) sizeof(value) - 1, value, &flag) || !flag) {
+        return 0;
+    }
+    return 0 == strcasecmp(value, "off") || 0 == strcasecmp(value, "false") ||
+           0 == strcasecmp(value, "no") || 0 == strcmp(value, "0") ||
+           0 == strcasecmp(value, "disable") || 0 == strcasecmp(value, "disabled");
+}
+
+static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
+                                         struct ompi_communicator_t *comm);
+
+mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_strata_module_t *m;
+    const char *why = NULL;
+
+    if (!mca_coll_strata_component.enable) {
+        why = "coll_strata_enable is false";
+    } else if (OMPI_COMM_IS_INTER(comm)) {
+        why = "intercommunicator";
+    } else if (ompi_comm_size(comm) < 2) {
+        why = "single-rank communicator";
+    } else if (mca_coll_strata_component.priority < 0) {
+        why = "negative priority";
+    } else if (comm_opted_out(comm)) {
+        why = "info key strata=off";
+    }
+    if (NULL != why) {
+        opal_output_verbose(1, mca_coll_strata_component.output,
+                            "coll:strata: declining communicator %s (cid %d): %s",
+                            comm->c_name, (int) comm->c_contextid, why);
+        return NULL;
+    }
+
+    m = OBJ_NEW(mca_coll_strata_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    *priority = mca_coll_strata_component.priority;
+    m->super.coll_module_enable = mca_coll_strata_module_enable;
+    m->super.ft_event = NULL;
+    m->super.coll_allreduce = mca_coll_strata_allreduce;
+    m->super.coll_allgather = mca_coll_strata_allgather;
+    m->super.coll_allgatherv = mca_coll_strata_allgatherv;
+    m->super.coll_reduce_scatter = mca_coll_strata_reduce_scatter;
+    m->super.coll_reduce_scatter_block = mca_coll_strata_reduce_scatter_block;
+    m->super.coll_bcast = mca_coll_strata_bcast;
+    m->super.coll_alltoall = mca_coll_strata_alltoall;
+    m->super.coll_alltoallv = mca_coll_strata_alltoallv;
+    m->super.coll_reduce = mca_coll_strata_reduce;
+    return &m->super;
+}
+
+/* Lowest rank of comm on this node: equal on ranks that share a node. */
+static int node_key_of(struct ompi_communicator_t *comm)
+{
+    int i, size = ompi_comm_size(comm);
+    for (i = 0; i < size; ++i) {
+        if (mca_coll_strata_peer_is_local(comm, i)) {
+            return i;
+        }
+    }
+    return ompi_comm_rank(comm);
+}
+
+/*
+ * In 4.1 the base copies our function pointers into comm->c_coll after this returns
+ * OMPI_SUCCESS, and enables modules in increasing priority, so comm->c_coll holds
+ * what strata replaces. Capture (and retain) every one before anything else; a
+ * missing one disables strata on this communicator (the destructor releases what
+ * was taken).
+ */
+static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
+                                         struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
+    const char *missing = NULL;
+    strata_config_t cfg;
+    strata_status_t st;
+
+#define STRATA_CAPTURE(name)                                                \
+    if (NULL == missing) {                                                  \
+        if (NULL == comm->c_coll->coll_##name ||                            \
+            NULL == comm->c_coll->coll_##name##_module) {                   \
+            missing = #name;                                                \
+        } else {                                                            \
+            m->prev.name = comm->c_coll->coll_##name;                       \
+            m->prev.name##_module = comm->c_coll->coll_##name##_module;     \
+            OBJ_RETAIN(m->prev.name##_module);                              \
+        }                                                                   \
+    }
+    STRATA_CAPTURE(allreduce);
+    STRATA_CAPTURE(allgather);
+    STRATA_CAPTURE(allgatherv);
+    STRATA_CAPTURE(reduce_scatter);
+    STRATA_CAPTURE(reduce_scatter_block);
+    STRATA_CAPTURE(bcast);
+    STRATA_CAPTURE(alltoall);
+    STRATA_CAPTURE(alltoallv);
+    STRATA_CAPTURE(reduce);
+#undef STRATA_CAPTURE
+
+    if (NULL != missing) {
+        opal_show_help("help-coll-strata.txt", "missing collective", true,
+                       ompi_process_info.nodename, mca_coll_strata_component.priority, missing);
+        return OMPI_ERR_NOT_FOUND;
+    }
+
+    m->comm = comm;
+    m->rs_counts = calloc((size_t) ompi_comm_size(comm), sizeof(size_t));
+    if (NULL == m->rs_counts) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_coll_strata_transport_init(m, &m->transport);
+    mca_coll_strata_fill_config(&cfg);
+    st = strata_team_create(ompi_comm_rank(comm), ompi_comm_size(comm), node_key_of(comm),
+                            &m->transport, &cfg, &m->team);
+    if (STRATA_OK != st) {
+        opal_show_help("help-coll-strata.txt", "team create failed", true,
+                       ompi_process_info.nodename, comm->c_name, (int) st);
+        m->team = NULL;
+        return OMPI_ERROR;
+    }
+    opal_output_verbose(1, mca_coll_strata_component.output,
+                        "coll:strata: %d: enabled on %s (cid %d, %d ranks, node key %d)",
+                        ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), comm->c_name,
+                        (int) comm->c_contextid, ompi_comm_size(comm), node_key_of(comm));
+    return OMPI_SUCCESS;
+}

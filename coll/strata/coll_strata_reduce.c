@@ -1,0 +1,52 @@
+/*
+ * coll_strata_reduce.c - MPI_Reduce entry point.
+ *
+ * The receive buffer matters at the root only; MPI_IN_PLACE is legal at the root only.
+ */
+#include "coll_strata.h"
+
+#include "ompi/datatype/ompi_datatype.h"
+
+/* The core call; one line to enable when strata_reduce lands (issue 3). */
+static strata_status_t reduce_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                   size_t count, strata_dtype_t dt, strata_op_t op, int root,
+                                   const char **why)
+{
+    (void) m; (void) sbuf; (void) rbuf; (void) count; (void) dt; (void) op; (void) root;
+    *why = mca_coll_strata_why_core_pending;   /* core algorithm lands with issue 3 */
+    return STRATA_FALLBACK;
+    /* return strata_reduce(m->team, sbuf, rbuf, count, dt, op, root); */
+}
+
+int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
+    int is_root = ompi_comm_rank(comm) == root;
+    const void *s = MPI_IN_PLACE == sbuf ? NULL : sbuf;
+    void *r = is_root ? rbuf : NULL;
+    strata_dtype_t sdt;
+    strata_op_t sop;
+    size_t bytes = 0;
+    const char *why;
+
+    ompi_datatype_type_size(dtype, &bytes);
+    bytes *= (size_t) count;
+
+    why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
+    if (NULL == why) {
+        why = mca_coll_strata_check_buffers(s, r);
+    }
+    if (NULL == why) {
+        strata_status_t st = reduce_core(m, s, r, (size_t) count, sdt, sop, root, &why);
+        if (STRATA_FALLBACK != st) {
+            return mca_coll_strata_status_to_mpi(st, comm, "reduce");
+        }
+        if (NULL == why) {
+            why = mca_coll_strata_why_core_declined;
+        }
+    }
+    mca_coll_strata_log_fallback(comm, "reduce", bytes, why);
+    return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev.reduce_module);
+}

@@ -1,0 +1,66 @@
+// src/algo/algo.h - what every algorithm shares: arguments, tables, rail phases.
+//
+// An algorithm builds its schedule into team.schedule(); the caller runs it.
+// Contract for algorithms that use the shared-memory slots: take segment numbers
+// with team.take_segments(), guard each segment's stage with team.stage_free(),
+// and end every segment by signalling kFlagDone = segment + 1 on this rank.
+#ifndef STRATA_ALGO_ALGO_H
+#define STRATA_ALGO_ALGO_H
+
+#include <vector>
+
+#include "engine.h"
+#include "team.h"
+
+namespace strata {
+
+struct CollArgs {
+    const void *sendbuf = nullptr;  // == recvbuf when in place
+    void *recvbuf = nullptr;
+    size_t count = 0;               // elements (reductions) or bytes (data movement)
+    strata_dtype_t dtype = STRATA_BYTE;
+    strata_op_t op = STRATA_OP_SUM;
+    int root = 0;
+    const size_t *counts = nullptr; // per-rank counts (reduce_scatter, *v variants)
+    const size_t *displs = nullptr;
+    size_t bytes() const { return count * strata_dtype_size(dtype); }
+};
+
+using BuildFn = Status (*)(Team &team, const CollArgs &args);
+
+struct Algorithm {
+    const char *name;
+    const char *description;
+    BuildFn build;
+};
+
+struct AlgorithmTable {
+    const Algorithm *algorithms;
+    int count;
+    // Built-in rule: the algorithm index for these arguments. Must depend only on
+    // what matches on every rank (arguments, layout, settings).
+    int (*choose)(const Team &team, const CollArgs &args);
+};
+
+const AlgorithmTable &algorithm_table(strata_coll_t coll);
+const AlgorithmTable &allreduce_table();
+
+// Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
+// counts and logs the call.
+Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args);
+
+// Inter-node phases on a rail: members are the ranks of the rail in node order,
+// pos is this rank's position in it. Each returns the step that completes the
+// phase; buf holds count elements, tmp scratch for at least count elements.
+// Message tags are team.tag(tag_sub + i) for i < rail_tag_span(members.size()).
+uint64_t rail_tag_span(size_t members);
+StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+                           char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
+                           uint64_t tag_sub, const Deps &deps);
+StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+                         char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
+                         uint64_t tag_sub, const Deps &deps);
+
+}  // namespace strata
+
+#endif

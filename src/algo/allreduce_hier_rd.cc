@@ -1,0 +1,72 @@
+// src/algo/allreduce_hier_rd.cc - hierarchical allreduce for small messages.
+//
+// Fewest synchronisations: every rank sums its whole node's input itself (one
+// shared-memory round instead of reduce-scatter + allgather), then the ranks of
+// each rail combine node sums by recursive doubling. Rail j has, on every node n,
+// local rank j % L(n); a rank on a node with fewer ranks than the largest also
+// serves the rails of the missing local indices, on a private copy.
+//
+//   copy-in -> READY -> reduce all local inputs into recvbuf -> rail RD -> DONE
+#include "algo/algo.h"
+
+namespace strata {
+
+Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const size_t es = strata_dtype_size(a.dtype);
+    const size_t seg_elems = team.segment_bytes() / es ? team.segment_bytes() / es : 1;
+    const size_t seg_bytes = seg_elems * es;
+    const uint64_t nseg = div_up(a.count, seg_elems);
+    const uint64_t first = team.take_segments(nseg);
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    const int node = l.my_node();
+    const uint64_t span = rail_tag_span(size_t(l.nnodes()));
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+
+    // Rails this rank serves: j, j + L, ... < lmax. Each needs a tmp; the extra
+    // ones also a private copy of the node sum.
+    const int nrails = (lmax - 1 - j) / L + 1;
+    char *scratch = team.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * seg_bytes);
+    if (!scratch) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        const size_t off = k * seg_elems;
+        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+        char *out = rbuf + off * es;
+        char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * seg_bytes;
+
+        const StepId free = team.stage_free(s, g);
+        const StepId copied = s.copy(dom, team.slot(j, g, 0), sbuf + off * es, cnt * es, {free});
+        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+        std::vector<const void *> srcs;
+        for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
+        const StepId summed = s.reduce(dom, out, srcs, cnt, a.dtype, a.op, {ready, copied});
+
+        // The extra rails take their copy of the node sum before this rank's own
+        // rail starts folding remote data into it.
+        std::vector<StepId> copies{summed};
+        for (int i = 1; i < nrails; ++i) {
+            char *buf = stage_scratch + size_t(i) * 2 * seg_bytes;
+            copies.push_back(s.copy(dom, buf, out, cnt * es, {summed}));
+        }
+        std::vector<StepId> rails{summed};
+        for (int i = 0; i < nrails; ++i) {
+            const int t = j + i * L;
+            char *buf = i == 0 ? out : stage_scratch + size_t(i) * 2 * seg_bytes;
+            char *tmp = stage_scratch + size_t(i) * 2 * seg_bytes + seg_bytes;
+            const Deps start = i == 0 ? Deps(copies) : Deps{copies[size_t(i)]};
+            rails.push_back(rail_allreduce_rd(s, team, l.rail(t), node, buf, tmp, cnt, a.dtype,
+                                              a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
+                                              start));
+        }
+        s.signal(team.flag(j, kFlagDone), g + 1, rails);
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

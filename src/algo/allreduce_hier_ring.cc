@@ -1,0 +1,78 @@
+// src/algo/allreduce_hier_ring.cc - hierarchical allreduce for large messages.
+//
+// Per pipeline segment (stage = segment % 2, so segment k+1 fills while k moves):
+//
+//   node n:  rank0 rank1 rank2        1. copy-in: each rank copies its segment into its slot
+//            [in]  [in]  [in]            and raises READY
+//              \     |     /          2. reduce-scatter: the owner of slice t sums slice t
+//            [s0]  [s1]  [s2]            of every local input into its result slot
+//              |     |     |          3. rail: slice t is allreduced (ring) among the owners
+//           ===rail0=rail1=rail2===      of slice t on every node, then SLICE is raised
+//              |     |     |          4. allgather: every rank copies every slice from its
+//            [out] [out] [out]           owner's result slot into the user buffer; DONE
+//
+// Slices are split Lmax ways (Lmax = most ranks on any node); on a node with L
+// ranks, slice t belongs to local rank t % L, so uneven nodes line up on rails.
+#include "algo/algo.h"
+
+namespace strata {
+
+Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const size_t es = strata_dtype_size(a.dtype);
+    const size_t seg_elems = team.segment_bytes() / es ? team.segment_bytes() / es : 1;
+    const uint64_t nseg = div_up(a.count, seg_elems);
+    const uint64_t first = team.take_segments(nseg);
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    const int node = l.my_node();
+    const uint64_t span = rail_tag_span(size_t(l.nnodes()));
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+
+    std::vector<std::vector<int>> rails(static_cast<size_t>(lmax));
+    for (int t = 0; t < lmax; ++t) rails[t] = l.rail(t);
+    char *tmp = team.scratch(size_t(Team::kStages) * seg_elems * es);
+    if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        const size_t off = k * seg_elems;
+        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+        char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
+        char *tmp_g = tmp + (g % Team::kStages) * seg_elems * es;
+
+        const StepId free = team.stage_free(s, g);
+        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
+        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+
+        std::vector<StepId> mine;
+        for (int t = j; t < lmax; t += L) {
+            const Split sp = split(cnt, size_t(lmax), size_t(t));
+            std::vector<const void *> srcs;
+            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0) + sp.offset * es);
+            const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op,
+                                        {ready, copied});
+            mine.push_back(rail_allreduce_ring(s, team, rails[t], node, res + sp.offset * es,
+                                               tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
+                                               (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
+        }
+        const StepId sliced = s.signal(team.flag(j, kFlagSlice), g + 1, mine);
+
+        std::vector<StepId> outs{sliced};
+        for (int r = 0; r < L; ++r) {
+            const StepId w = r == j ? sliced : s.wait(team.flag(r, kFlagSlice), g + 1);
+            for (int t = r; t < lmax; t += L) {
+                const Split sp = split(cnt, size_t(lmax), size_t(t));
+                outs.push_back(s.copy(dom, rbuf + (off + sp.offset) * es,
+                                      team.slot(r, g, 1) + sp.offset * es, sp.length * es, {w}));
+            }
+        }
+        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

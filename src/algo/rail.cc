@@ -1,0 +1,101 @@
+// src/algo/rail.cc - allreduce among the ranks of one rail (one rank per node).
+//
+// ring: reduce-scatter then allgather around the rail, 2(P-1) steps of 1/P of
+//       the data each; bandwidth-optimal, for large slices.
+// rd:   recursive doubling, log2(P) exchanges of the whole buffer (non powers of
+//       two fold the extra ranks in first and out last); for small messages.
+// Both give every member bit-identical results: the predefined ops are
+// commutative, and a + b == b + a exactly in IEEE arithmetic.
+#include "algo/algo.h"
+
+namespace strata {
+
+uint64_t rail_tag_span(size_t members) { return 2 * members + 2; }
+
+StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+                           char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
+                           uint64_t tag_sub, const Deps &deps) {
+    const int p = static_cast<int>(members.size());
+    if (p == 1) return s.join(deps);
+    const size_t es = strata_dtype_size(dtype);
+    MemDomain &dom = team.domain_for(buf);
+    const int next = members[(pos + 1) % p], prev = members[(pos + p - 1) % p];
+    auto block = [&](int b) { return split(count, size_t(p), size_t((b % p + p) % p)); };
+
+    // Reduce-scatter: in step i send block pos-i, receive block pos-i-1 and fold it in.
+    StepId last = s.join(deps);
+    std::vector<StepId> sends;
+    for (int i = 0; i < p - 1; ++i) {
+        const Split out = block(pos - i), in = block(pos - i - 1);
+        const int tag = team.tag(tag_sub + uint64_t(i));
+        sends.push_back(s.send(buf + out.offset * es, out.length * es, next, tag, {last}));
+        const StepId r = s.recv(tmp + in.offset * es, in.length * es, prev, tag, {last});
+        last = s.reduce(dom, buf + in.offset * es, {buf + in.offset * es, tmp + in.offset * es},
+                        in.length, dtype, op, {r});
+    }
+    // Allgather: block pos+1 is final here; pass final blocks around. A received
+    // block overwrites one an earlier send read, so wait for all of those.
+    sends.push_back(last);
+    last = s.join(sends);
+    std::vector<StepId> all{last};
+    for (int i = 0; i < p - 1; ++i) {
+        const Split out = block(pos + 1 - i), in = block(pos - i);
+        const int tag = team.tag(tag_sub + uint64_t(p - 1 + i));
+        all.push_back(s.send(buf + out.offset * es, out.length * es, next, tag, {last}));
+        last = s.recv(buf + in.offset * es, in.length * es, prev, tag, {last});
+        all.push_back(last);
+    }
+    return s.join(all);
+}
+
+StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+                         char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
+                         uint64_t tag_sub, const Deps &deps) {
+    const int p = static_cast<int>(members.size());
+    if (p == 1) return s.join(deps);
+    const size_t bytes = count * strata_dtype_size(dtype);
+    MemDomain &dom = team.domain_for(buf);
+    int p2 = 1;
+    while (p2 * 2 <= p) p2 *= 2;
+    const int extra = p - p2;
+    int rounds = 0;
+    while ((1 << rounds) < p2) ++rounds;
+    // Tags: tag_sub folds in, tag_sub + 1 + round exchanges, tag_sub + 1 + rounds unfolds.
+    const int unfold_tag = team.tag(tag_sub + 1 + uint64_t(rounds));
+
+    // Fold: among the first 2*extra positions, even ones hand their data to the
+    // next odd one and sit out; the rest renumber to 0..p2-1.
+    StepId last = s.join(deps);
+    int vpos;
+    if (pos < 2 * extra) {
+        const int tag = team.tag(tag_sub);
+        if (pos % 2 == 0) {
+            const StepId snd = s.send(buf, bytes, members[pos + 1], tag, {last});
+            // Unfold: receive the final result from the partner.
+            return s.recv(buf, bytes, members[pos + 1], unfold_tag, {snd});
+        }
+        const StepId r = s.recv(tmp, bytes, members[pos - 1], tag, {last});
+        last = s.reduce(dom, buf, {buf, tmp}, count, dtype, op, {r});
+        vpos = pos / 2;
+    } else {
+        vpos = pos - extra;
+    }
+    auto real = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+
+    int round = 0;
+    for (int mask = 1; mask < p2; mask <<= 1, ++round) {
+        const int peer = members[real(vpos ^ mask)];
+        const int tag = team.tag(tag_sub + 1 + uint64_t(round));
+        const StepId snd = s.send(buf, bytes, peer, tag, {last});
+        const StepId r = s.recv(tmp, bytes, peer, tag, {last});
+        // Both operands in the same order on both partners: lower position first.
+        const bool low = vpos < (vpos ^ mask);
+        last = s.reduce(dom, buf, {low ? buf : tmp, low ? tmp : buf}, count, dtype, op, {snd, r});
+    }
+    if (pos < 2 * extra) {  // odd fold partner: give the result back
+        last = s.send(buf, bytes, members[pos - 1], unfold_tag, {last});
+    }
+    return last;
+}
+
+}  // namespace strata

@@ -1,0 +1,243 @@
+// src/engine.cc - the progress engine.
+#include "engine.h"
+
+#include <sched.h>
+#include <time.h>
+
+namespace strata {
+
+namespace {
+// How far past the oldest unfinished step the engine looks for startable work:
+// enough for a few pipeline segments in flight, bounded so long schedules stay cheap.
+constexpr size_t kWindow = 512;
+// Passes without progress before the engine yields the CPU to other ranks.
+constexpr int kSpinsBeforeYield = 8;
+// After this long without progress the engine says what it is waiting for, once.
+constexpr double kStallReportSeconds = 20.0;
+
+double now_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+}  // namespace
+
+void Schedule::report_stall(size_t first) const {
+    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait"};
+    log(0, "no progress for %.0f s; waiting on (first unfinished of %zu steps):", kStallReportSeconds,
+        steps_.size());
+    int shown = 0;
+    for (size_t i = first; i < steps_.size() && shown < 6; ++i) {
+        const Step &s = steps_[i];
+        if (s.state == State::Done || !ready(s)) continue;
+        ++shown;
+        if (s.kind == Kind::Wait) {
+            log(0, "  step %zu: wait flag %p for %llu, holds %llu", i, static_cast<void *>(s.flag),
+                static_cast<unsigned long long>(s.value),
+                static_cast<unsigned long long>(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE)));
+        } else {
+            log(0, "  step %zu: %s peer %d tag %d bytes %zu", i, kinds[int(s.kind)], s.peer, s.tag, s.n);
+        }
+    }
+}
+
+void Schedule::clear() {
+    steps_.clear();
+    deps_.clear();
+    srcs_.clear();
+    last_signal_.clear();
+}
+
+StepId Schedule::add(Step s, const Deps &deps) {
+    s.state = State::Waiting;
+    s.dep_begin = static_cast<uint32_t>(deps_.size());
+    s.dep_count = static_cast<uint32_t>(deps.ids().size());
+    deps_.insert(deps_.end(), deps.ids().begin(), deps.ids().end());
+    s.req = nullptr;
+    s.ticket = Ticket{};
+    steps_.push_back(s);
+    return static_cast<StepId>(steps_.size() - 1);
+}
+
+
+StepId Schedule::copy(MemDomain &dom, void *dst, const void *src, size_t bytes, const Deps &deps) {
+    Step s{};
+    s.kind = (bytes == 0 || dst == src) ? Kind::Nop : Kind::Copy;
+    s.dom = &dom;
+    s.dst = dst;
+    s.src = src;
+    s.n = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::reduce(MemDomain &dom, void *dst, const std::vector<const void *> &srcs,
+                        size_t count, strata_dtype_t dtype, strata_op_t op, const Deps &deps) {
+    Step s{};
+    s.kind = count == 0 ? Kind::Nop : Kind::Reduce;
+    s.dom = &dom;
+    s.dst = dst;
+    s.n = count;
+    s.dtype = dtype;
+    s.op = op;
+    s.src_begin = static_cast<uint32_t>(srcs_.size());
+    s.src_count = static_cast<uint32_t>(srcs.size());
+    srcs_.insert(srcs_.end(), srcs.begin(), srcs.end());
+    return add(s, deps);
+}
+
+StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+    Step s{};
+    s.kind = bytes == 0 ? Kind::Nop : Kind::Send;
+    s.src = buf;
+    s.n = bytes;
+    s.peer = peer;
+    s.tag = tag;
+    return add(s, deps);
+}
+
+StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+    Step s{};
+    s.kind = bytes == 0 ? Kind::Nop : Kind::Recv;
+    s.dst = buf;
+    s.n = bytes;
+    s.peer = peer;
+    s.tag = tag;
+    return add(s, deps);
+}
+
+StepId Schedule::signal(uint64_t *flag, uint64_t value, const Deps &deps) {
+    // Flags only ever grow: a waiter for segment g must not be released by the
+    // signal of segment g+1 that happened to run first. So each signal of a flag
+    // follows the previous signal of the same flag.
+    Deps ordered = deps;
+    auto it = last_signal_.begin();
+    while (it != last_signal_.end() && it->first != flag) ++it;
+    if (it != last_signal_.end()) ordered.add(it->second);
+    Step s{};
+    s.kind = Kind::Signal;
+    s.flag = flag;
+    s.value = value;
+    const StepId id = add(s, ordered);
+    if (it != last_signal_.end()) {
+        it->second = id;
+    } else {
+        last_signal_.emplace_back(flag, id);
+    }
+    return id;
+}
+
+StepId Schedule::wait(const uint64_t *flag, uint64_t value, const Deps &deps) {
+    Step s{};
+    s.kind = Kind::Wait;
+    s.flag = const_cast<uint64_t *>(flag);
+    s.value = value;
+    return add(s, deps);
+}
+
+StepId Schedule::join(const Deps &deps) {
+    Step s{};
+    s.kind = Kind::Nop;
+    return add(s, deps);
+}
+
+bool Schedule::ready(const Step &s) const {
+    for (uint32_t i = 0; i < s.dep_count; ++i) {
+        if (steps_[deps_[s.dep_begin + i]].state != State::Done) return false;
+    }
+    return true;
+}
+
+// Starts or polls one step whose dependencies are complete.
+Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
+    if (s.state == State::Waiting) {
+        switch (s.kind) {
+            case Kind::Nop:
+                s.state = State::Done;
+                *moved = true;
+                return STRATA_OK;
+            case Kind::Copy:
+                STRATA_CHECK(s.dom->copy(s.dst, s.src, s.n, &s.ticket));
+                break;
+            case Kind::Reduce:
+                STRATA_CHECK(s.dom->reduce(s.dst, &srcs_[s.src_begin], static_cast<int>(s.src_count),
+                                           s.n, s.dtype, s.op, &s.ticket));
+                break;
+            case Kind::Send:
+                if (tp.isend(tp.ctx, s.src, s.n, s.peer, s.tag, &s.req) != 0)
+                    return fail(STRATA_ERR_COMM, "isend");
+                break;
+            case Kind::Recv:
+                if (tp.irecv(tp.ctx, s.dst, s.n, s.peer, s.tag, &s.req) != 0)
+                    return fail(STRATA_ERR_COMM, "irecv");
+                break;
+            case Kind::Signal:
+                __atomic_store_n(s.flag, s.value, __ATOMIC_RELEASE);
+                s.state = State::Done;
+                *moved = true;
+                return STRATA_OK;
+            case Kind::Wait:
+                break;
+        }
+        s.state = State::Started;
+        *moved = true;
+    }
+    // Started: poll for completion.
+    bool done = false;
+    switch (s.kind) {
+        case Kind::Copy:
+        case Kind::Reduce:
+            STRATA_CHECK(s.dom->poll(&s.ticket, &done));
+            break;
+        case Kind::Send:
+        case Kind::Recv: {
+            int d = 0;
+            if (tp.test(tp.ctx, s.req, &d) != 0) return fail(STRATA_ERR_COMM, "request test");
+            done = d != 0;
+            break;
+        }
+        case Kind::Wait:
+            done = __atomic_load_n(s.flag, __ATOMIC_ACQUIRE) >= s.value;
+            break;
+        default:
+            done = true;
+    }
+    if (done) {
+        s.state = State::Done;
+        *moved = true;
+    }
+    return STRATA_OK;
+}
+
+Status Schedule::run(const strata_transport_t &tp) {
+    size_t first = 0;  // every step before this one is done
+    int idle = 0;
+    double last_progress = 0;
+    bool reported = false;
+    while (first < steps_.size()) {
+        bool moved = false;
+        const size_t end = steps_.size() - first > kWindow ? first + kWindow : steps_.size();
+        for (size_t i = first; i < end; ++i) {
+            Step &s = steps_[i];
+            if (s.state == State::Done || !ready(s)) continue;
+            STRATA_CHECK(advance(s, tp, &moved));
+        }
+        while (first < steps_.size() && steps_[first].state == State::Done) ++first;
+        if (moved) {
+            idle = 0;
+            last_progress = 0;
+        } else if (++idle >= kSpinsBeforeYield) {
+            sched_yield();  // ranks may share cores: let the peer we wait for run
+            idle = 0;
+            const double t = now_seconds();
+            if (last_progress == 0) {
+                last_progress = t;
+            } else if (!reported && t - last_progress > kStallReportSeconds) {
+                report_stall(first);
+                reported = true;
+            }
+        }
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

@@ -1,0 +1,92 @@
+// src/engine.h - schedules and the progress engine that runs them.
+//
+// An algorithm is a list of steps (copy, reduce, send, recv, signal, wait) with
+// dependencies on earlier steps. The engine starts every step whose dependencies
+// are complete and polls started ones; it never blocks inside a step, so the
+// same schedules can later back nonblocking collectives. run() progresses until
+// every step is complete, yielding the CPU when nothing moves.
+#ifndef STRATA_ENGINE_H
+#define STRATA_ENGINE_H
+
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "common.h"
+#include "mem/domain.h"
+
+namespace strata {
+
+using StepId = uint32_t;
+constexpr StepId kNoStep = UINT32_MAX;  // "no dependency": ignored wherever deps go
+
+// A dependency list; kNoStep entries are dropped, so optional deps can be passed.
+class Deps {
+public:
+    Deps() = default;
+    Deps(std::initializer_list<StepId> ids) { for (StepId s : ids) add(s); }
+    Deps(const std::vector<StepId> &ids) { for (StepId s : ids) add(s); }  // NOLINT
+    void add(StepId s) { if (s != kNoStep) ids_.push_back(s); }
+    const std::vector<StepId> &ids() const { return ids_; }
+private:
+    std::vector<StepId> ids_;
+};
+
+class Schedule {
+public:
+    void clear();
+    size_t size() const { return steps_.size(); }
+
+    StepId copy(MemDomain &dom, void *dst, const void *src, size_t bytes, const Deps &deps = {});
+    StepId reduce(MemDomain &dom, void *dst, const std::vector<const void *> &srcs, size_t count,
+                  strata_dtype_t dtype, strata_op_t op, const Deps &deps = {});
+    // Zero-byte transfers are no-ops on both sides (both sides know the size).
+    StepId send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps = {});
+    StepId recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps = {});
+    // Shared-memory flags: signal stores value (release), after every earlier
+    // signal of the same flag in this schedule; wait completes once the flag
+    // holds at least value (acquire).
+    StepId signal(uint64_t *flag, uint64_t value, const Deps &deps = {});
+    StepId wait(const uint64_t *flag, uint64_t value, const Deps &deps = {});
+    // Completes when its dependencies do: a join point.
+    StepId join(const Deps &deps);
+
+    // Runs every step to completion over the given transport.
+    Status run(const strata_transport_t &tp);
+
+private:
+    enum class Kind : uint8_t { Nop, Copy, Reduce, Send, Recv, Signal, Wait };
+    enum class State : uint8_t { Waiting, Started, Done };
+    struct Step {
+        Kind kind;
+        State state;
+        strata_dtype_t dtype;
+        strata_op_t op;
+        int peer;
+        int tag;
+        MemDomain *dom;
+        void *dst;
+        const void *src;
+        size_t n;          // bytes (copy/send/recv) or element count (reduce)
+        uint64_t *flag;
+        uint64_t value;
+        uint32_t dep_begin, dep_count;
+        uint32_t src_begin, src_count;
+        void *req;
+        Ticket ticket;
+    };
+    StepId add(Step s, const Deps &deps);
+    bool ready(const Step &s) const;
+    Status advance(Step &s, const strata_transport_t &tp, bool *moved);
+    void report_stall(size_t first) const;
+
+    std::vector<Step> steps_;
+    std::vector<StepId> deps_;
+    std::vector<const void *> srcs_;
+    std::vector<std::pair<uint64_t *, StepId>> last_signal_;
+};
+
+}  // namespace strata
+
+#endif

@@ -1,0 +1,47 @@
+// src/mem/domain.h - the one interface for memory work: copy, reduce, scratch.
+//
+// Algorithms never touch memory except through a domain. The host domain runs
+// everything inline; a device domain queues work on a stream and hands back a
+// ticket the progress engine polls. Both implement the same contract:
+//   copy/reduce may complete before returning (ticket->pending == nullptr) or
+//   later (poll until done); operands must stay valid until then.
+#ifndef STRATA_MEM_DOMAIN_H
+#define STRATA_MEM_DOMAIN_H
+
+#include <cstddef>
+
+#include "common.h"
+
+namespace strata {
+
+enum class MemKind { Host, Device, Managed, PinnedHost };
+
+struct Ticket {
+    void *pending = nullptr;  // domain-specific handle (an event); nullptr = complete
+};
+
+// reduce: dst[i] = op(srcs[0][i], srcs[1][i], ..., srcs[nsrc-1][i]) in that order
+// for i < count. dst may be one of the sources; it must not partially overlap any.
+using ReduceFn = void (*)(void *dst, const void *const *srcs, int nsrc, size_t count);
+
+class MemDomain {
+public:
+    virtual ~MemDomain() = default;
+    virtual const char *name() const = 0;
+    virtual Status copy(void *dst, const void *src, size_t bytes, Ticket *t) = 0;
+    virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
+                          strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;
+    virtual Status poll(Ticket *t, bool *done) = 0;
+    virtual Status alloc(size_t bytes, void **p) = 0;
+    virtual void release(void *p) = 0;
+};
+
+// The host domain: a process-wide singleton.
+MemDomain &host_domain();
+
+// The host kernel for (dtype, op), or nullptr where MPI defines no such reduction.
+ReduceFn host_reduce_fn(strata_dtype_t dtype, strata_op_t op);
+
+}  // namespace strata
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * strata.h - the C API of the strata core.
+ *
+ * The core never sees Open MPI: the glue (coll/strata) describes a communicator
+ * with a rank, a size, a node key and a transport (point-to-point callbacks plus
+ * two tiny collectives run by the module strata replaced). Everything here is
+ * plain C so that the glue, which must be C, and the C++ core agree on one ABI.
+ *
+ * Ownership: a team is created and destroyed by the glue; buffers always belong
+ * to the caller. Every function returns a strata_status_t; nothing throws.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_VERSION "0.1.0"
+
+typedef enum strata_status {
+    STRATA_OK = 0,
+    STRATA_FALLBACK = 1,        /* nothing was done: hand the call to the previous module */
+    STRATA_ERR_ARG = -1,        /* bad argument (message logged) */
+    STRATA_ERR_NOMEM = -2,
+    STRATA_ERR_SYS = -3,        /* errno-style failure (shm, mmap, ...) */
+    STRATA_ERR_COMM = -4,       /* a transport callback failed */
+    STRATA_ERR_UNSUPPORTED = -5,
+    STRATA_ERR_DEVICE = -6,     /* CUDA driver / runtime failure */
+    STRATA_ERR_INTERNAL = -7
+} strata_status_t;
+
+/* Element types with a kernel. The glue maps MPI predefined types onto these by
+ * kind and size; anything else falls back. */
+typedef enum strata_dtype {
+    STRATA_INT8, STRATA_UINT8, STRATA_INT16, STRATA_UINT16,
+    STRATA_INT32, STRATA_UINT32, STRATA_INT64, STRATA_UINT64,
+    STRATA_FLOAT, STRATA_DOUBLE, STRATA_LONG_DOUBLE,
+    STRATA_C_FLOAT_COMPLEX, STRATA_C_DOUBLE_COMPLEX, STRATA_C_LONG_DOUBLE_COMPLEX,
+    STRATA_BOOL,                /* C _Bool / C++ bool: one byte, 0 or 1 */
+    STRATA_LOGICAL4,            /* Fortran LOGICAL: 4 bytes, 0 is false */
+    STRATA_BYTE,                /* MPI_BYTE: bitwise ops only */
+    STRATA_FLOAT_INT,           /* MPI_FLOAT_INT {float; int}, MINLOC/MAXLOC */
+    STRATA_2INT,                /* MPI_2INT {int; int}, MINLOC/MAXLOC */
+    STRATA_DTYPE_COUNT
+} strata_dtype_t;
+
+typedef enum strata_op {
+    STRATA_OP_SUM, STRATA_OP_PROD, STRATA_OP_MAX, STRATA_OP_MIN,
+    STRATA_OP_LAND, STRATA_OP_LOR, STRATA_OP_LXOR,
+    STRATA_OP_BAND, STRATA_OP_BOR, STRATA_OP_BXOR,
+    STRATA_OP_MAXLOC, STRATA_OP_MINLOC,
+    STRATA_OP_COUNT
+} strata_op_t;
+
+typedef enum strata_coll {
+    STRATA_COLL_ALLREDUCE,
+    STRATA_COLL_ALLGATHER,
+    STRATA_COLL_REDUCE_SCATTER,     /* also serves reduce_scatter_block */
+    STRATA_COLL_BCAST,
+    STRATA_COLL_ALLTOALL,
+    STRATA_COLL_REDUCE,
+    STRATA_COLL_COUNT
+} strata_coll_t;
+
+/* Point-to-point and agreement callbacks, provided by the glue.
+ * Tags are small non-negative integers (< STRATA_TAG_SPACE); the glue maps them
+ * into a range of collective tags that no application can use.
+ * isend/irecv start a transfer and return an opaque request; test completes and
+ * releases it when *done becomes 1. agree and allgather_int are blocking
+ * collectives over the whole communicator, run by the module strata replaced. */
+#define STRATA_TAG_SPACE 65536
+typedef struct strata_transport {
+    void *ctx;
+    int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
+    int (*test)(void *ctx, void *req, int *done);
+    int (*agree_min)(void *ctx, int *value);               /* *value = min over ranks */
+    int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
+} strata_transport_t;
+
+/* Settings: one copy per team, filled from MCA variables by the glue. */
+#define STRATA_ALG_AUTO (-1)
+typedef struct strata_config {
+    int verbose;                    /* 0 quiet, 1 fallbacks/setup, 2 every call */
+    int node_size;                  /* >0: split each node into virtual nodes of this many ranks */
+    size_t segment_size;            /* pipeline segment, bytes */
+    size_t small_msg_size;          /* auto rules: at or below this, latency algorithms */
+    int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO or an index into the table */
+    const char *shm_dir;            /* where segments are created; NULL = /dev/shm */
+} strata_config_t;
+
+/* Logging: the glue routes core messages to its own output (opal_output). */
+typedef void (*strata_log_fn)(int level, const char *msg);
+void strata_set_logger(strata_log_fn fn);
+
+/* Fills cfg with the built-in defaults. */
+void strata_config_defaults(strata_config_t *cfg);
+
+/* Algorithm tables: names for MCA enums and for logs. index 0..n-1. */
+int strata_algorithm_count(strata_coll_t coll);
+const char *strata_algorithm_name(strata_coll_t coll, int index);
+const char *strata_algorithm_description(strata_coll_t coll, int index);
+const char *strata_coll_name(strata_coll_t coll);
+
+/* Element size in bytes of a strata type; whether (type, op) has a kernel. */
+size_t strata_dtype_size(strata_dtype_t dtype);
+int strata_op_supported(strata_dtype_t dtype, strata_op_t op);
+const char *strata_dtype_name(strata_dtype_t dtype);
+const char *strata_op_name(strata_op_t op);
+
+typedef struct strata_team strata_team_t;
+
+/* Creates a team; communicates nothing. node_key must be equal on ranks that
+ * share a node and differ otherwise (the glue uses the lowest rank of the node).
+ * The transport is copied. Shared-memory setup happens lazily in the first
+ * collective and its outcome is agreed by every rank. */
+strata_status_t strata_team_create(int rank, int size, int node_key,
+                                   const strata_transport_t *transport,
+                                   const strata_config_t *cfg, strata_team_t **team);
+/* Releases everything; safe on NULL. Not collective. */
+void strata_team_destroy(strata_team_t *team);
+
+/* Collectives. sendbuf == NULL or sendbuf == recvbuf means in place.
+ * Return STRATA_OK with the result in recvbuf, STRATA_FALLBACK when the team has
+ * (agreed) not to run strata (nothing was touched), or an error. */
+strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                 size_t count, strata_dtype_t dtype, strata_op_t op);
+
+/* For tests and logs: how many calls of a collective ran strata's algorithm `alg`. */
+uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STRATA_H */

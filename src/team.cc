@@ -1,0 +1,115 @@
+// src/team.cc - team setup: layout, shared memory, agreement.
+#include "team.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace strata {
+
+namespace {
+constexpr size_t kNameBytes = 64;
+constexpr uint64_t kSetupTagSub = 4095;
+}  // namespace
+
+Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
+    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {}
+
+Team::~Team() { free(scratch_); }
+
+Status Team::ensure_setup() {
+    if (setup_ == Setup::Ready) return STRATA_OK;
+    if (setup_ == Setup::Off) return STRATA_FALLBACK;
+
+    std::vector<int> keys(size_);
+    if (tp_.allgather_int(tp_.ctx, node_key_, keys.data()) != 0)
+        return fail(STRATA_ERR_COMM, "team setup: allgather of node keys");
+    layout_ = make_layout(rank_, keys, cfg_.node_size);
+
+    // Every rank takes part in the agreement, whatever happened locally, so that
+    // no rank runs strata while another falls back.
+    const Status local = setup_shm();
+    int ok = local == STRATA_OK ? 1 : 0;
+    if (tp_.agree_min(tp_.ctx, &ok) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    shm_.unlink();  // every local peer has attached or given up by now
+    if (!ok) {
+        setup_ = Setup::Off;
+        if (rank_ == 0 || local != STRATA_OK)
+            log(0, "shared-memory setup failed%s; this communicator falls back to the previous "
+                   "collective component",
+                local != STRATA_OK ? " on this rank" : " on another rank");
+        return STRATA_FALLBACK;
+    }
+    setup_ = Setup::Ready;
+    log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes",
+        rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
+        cfg_.segment_size);
+    return STRATA_OK;
+}
+
+// The node leader creates the segment and sends its name to each local peer;
+// a leader that failed sends an empty name so that no peer waits for ever.
+Status Team::setup_shm() {
+    const int local_size = layout_.my_local_size();
+    const size_t region = size_t(kStages) * 2 * segment_bytes();
+    if (local_size == 1) return shm_.make_private(region);
+
+    const Layout &l = layout_;
+    const int node = l.my_node();
+    const int tag = this->tag(kSetupTagSub);
+    char name[kNameBytes] = {0};
+    Status status = STRATA_OK;
+    Schedule s;
+    if (l.my_local() == 0) {
+        std::string made;
+        status = shm_.create(cfg_.shm_dir, local_size, region, &made);
+        if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
+        for (int i = 1; i < local_size; ++i) s.send(name, sizeof name, l.rank_at(node, i), tag);
+        STRATA_CHECK(s.run(tp_));
+        return status;
+    }
+    s.recv(name, sizeof name, l.rank_at(node, 0), tag);
+    STRATA_CHECK(s.run(tp_));
+    if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
+    return shm_.attach(cfg_.shm_dir, name, local_size, region);
+}
+
+char *Team::slot(int local, uint64_t seg, int half) const {
+    return shm_.region(local) + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
+}
+
+uint64_t Team::take_segments(uint64_t n) {
+    const uint64_t first = seg_seq_;
+    seg_seq_ += n;
+    return first;
+}
+
+StepId Team::wait_all(Schedule &s, int which, uint64_t value, int except, const Deps &deps) {
+    Deps all = deps;
+    for (int r = 0; r < layout_.my_local_size(); ++r) {
+        if (r != except) all.add(s.wait(flag(r, which), value, deps));
+    }
+    return s.join(all);
+}
+
+StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
+    if (seg < kStages) return s.join(deps);
+    // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.
+    return wait_all(s, kFlagDone, seg - kStages + 1, -1, deps);
+}
+
+char *Team::scratch(size_t bytes) {
+    if (bytes > scratch_bytes_) {
+        free(scratch_);
+        scratch_ = nullptr;
+        scratch_bytes_ = 0;
+        if (posix_memalign(reinterpret_cast<void **>(&scratch_), 64, bytes) != 0) return nullptr;
+        scratch_bytes_ = bytes;
+    }
+    return scratch_;
+}
+
+int Team::tag(uint64_t sub) const {
+    return static_cast<int>(((call_seq_ % 16) << 12) | (sub % 4096));
+}
+
+}  // namespace strata

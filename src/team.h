@@ -1,0 +1,93 @@
+// src/team.h - a communicator as the core sees it: layout, channels, sequence numbers.
+//
+// Every rank of a communicator has one Team. Everything in it that drives a
+// schedule (layout, call and segment numbers, settings) is identical on all
+// ranks or on all ranks of a node, which is what keeps schedules matching.
+#ifndef STRATA_TEAM_H
+#define STRATA_TEAM_H
+
+#include <memory>
+#include <vector>
+
+#include "btl/shm.h"
+#include "common.h"
+#include "engine.h"
+#include "mem/domain.h"
+#include "topo/layout.h"
+
+struct strata_team {};  // the C handle; the real object derives from it
+
+namespace strata {
+
+constexpr int kMaxAlgorithms = 8;
+
+class Team : public strata_team {
+public:
+    Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg);
+
+    // Collective: learns the layout and sets up shared memory, once. Returns
+    // STRATA_OK when strata can run, STRATA_FALLBACK when every rank has agreed it
+    // cannot (the reason was logged once), or an error.
+    Status ensure_setup();
+
+    const Layout &layout() const { return layout_; }
+    const strata_config_t &config() const { return cfg_; }
+    const strata_transport_t &transport() const { return tp_; }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+
+    // Pipeline segments. Each local rank's region holds kStages stages of two
+    // slots of segment_bytes() each; segment g uses stage g % kStages.
+    static constexpr int kStages = 2;
+    size_t segment_bytes() const { return cfg_.segment_size; }
+    char *slot(int local, uint64_t seg, int half) const;
+    uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
+    // Reserves n consecutive segment numbers for the call being built; the same
+    // numbers on every rank of the node.
+    uint64_t take_segments(uint64_t n);
+
+    // Step that completes once every local rank has finished segment seg - kStages,
+    // so the stage segment seg uses may be overwritten (kNoStep for the first ones).
+    StepId stage_free(Schedule &s, uint64_t seg, const Deps &deps = {});
+    // Step that completes once every local rank (but `except`) has set flag `which`
+    // to at least value.
+    StepId wait_all(Schedule &s, int which, uint64_t value, int except, const Deps &deps = {});
+
+    // Private scratch memory; the pointer stays valid until the next reserve.
+    char *scratch(size_t bytes);
+
+    // Tag for a message of the current call; sub identifies the message within it.
+    int tag(uint64_t sub) const;
+
+    MemDomain &domain_for(const void *) const { return host_domain(); }
+
+    Schedule &schedule() { return sched_; }
+    void begin_call() { ++call_seq_; }
+    void count_call(strata_coll_t coll, int alg) { ++calls_[coll][alg]; }
+    uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
+
+private:
+    Status setup_shm();
+
+    int rank_, size_, node_key_;
+    strata_transport_t tp_;
+    strata_config_t cfg_;
+    enum class Setup { NotYet, Ready, Off } setup_ = Setup::NotYet;
+    Layout layout_;
+    ShmChannel shm_;
+    uint64_t call_seq_ = 0;
+    uint64_t seg_seq_ = 0;
+    char *scratch_ = nullptr;
+    size_t scratch_bytes_ = 0;
+    Schedule sched_;
+    uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
+
+public:
+    ~Team();
+    Team(const Team &) = delete;
+    Team &operator=(const Team &) = delete;
+};
+
+}  // namespace strata
+
+#endif

@@ -1,0 +1,680 @@
+/*
+ * coll_check - exact correctness check of MPI collectives, for any MPI.
+ *
+ * Every rank fills its inputs from a hash of (test, rank, index) with small
+ * integers chosen per operation so that every reduction order gives the same
+ * exact result (no overflow, no rounding), computes the expected result
+ * locally, and compares the value bytes (never padding) of every element.
+ * The first wrong element of each failing test is reported on stdout as a
+ * "MISMATCH coll=... rank=... type=... op=... count=... inplace=... root=..."
+ * line; rank 0 prints one summary line per collective and PASS or FAIL; the exit
+ * status is 1 on any mismatch. Results are gathered with point-to-point only.
+ *
+ * It knows nothing about strata: run it with and without the component and it
+ * must pass both ways. To prove that it can fail, STRATA_TEST_CORRUPT=1 flips
+ * one byte of one element of one rank's result (rank size-1, or
+ * STRATA_TEST_CORRUPT_RANK) in the first checked test of every collective.
+ *
+ *   coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-v] [-l]
+ *
+ * Adding a collective: write one run_<coll>() and add it to colls[].
+ */
+#include <mpi.h>
+#include <complex.h>
+#include <float.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+
+#include "coll_check_values.h"
+
+/* ------------------------------------------------------ user-defined ops */
+
+static MPI_Datatype vecd_type;
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    if (*dt == MPI_INT) {
+        int *a = in, *b = inout;
+        for (int k = 0; k < *len; k++) b[k] += a[k];
+    } else if (*dt == vecd_type) {   /* doubles at 0 and 2 of every 3 */
+        double *a = in, *b = inout;
+        for (int k = 0; k < *len; k++) { b[3 * k] += a[3 * k]; b[3 * k + 2] += a[3 * k + 2]; }
+    } else {   /* the contiguous-of-struct type: 2 structs per element */
+        s_id_t *a = in, *b = inout;
+        for (int k = 0; k < 2 * *len; k++) { b[k].i += a[k].i; b[k].d += a[k].d; }
+    }
+}
+
+/* Not commutative: inout = in * inout (MPI: in is the left operand). */
+static void user_matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    uint32_t *p = in, *q = inout;
+    for (int k = 0; k < *len; k++, p += 4, q += 4) {
+        uint32_t r[4] = { p[0] * q[0] + p[1] * q[2], p[0] * q[1] + p[1] * q[3],
+                          p[2] * q[0] + p[3] * q[2], p[2] * q[1] + p[3] * q[3] };
+        memcpy(q, r, sizeof r);
+    }
+}
+
+static MPI_Op mpi_ops[O_NOPS];
+
+static void init_types_ops(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        tinfo *t = &types[k];
+        if (t->kind == K_VECD) {
+            MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &t->dt);    /* doubles at 0 and 16, extent 24 */
+            vecd_type = t->dt;
+        } else if (t->kind == K_STRUCT2) {
+            int bl[2] = { 1, 1 };
+            MPI_Aint disp[2] = { offsetof(s_id_t, i), offsetof(s_id_t, d) };
+            MPI_Datatype tt[2] = { MPI_INT32_T, MPI_DOUBLE }, s, sr;
+            MPI_Type_create_struct(2, bl, disp, tt, &s);
+            MPI_Type_create_resized(s, 0, sizeof(s_id_t), &sr);
+            MPI_Type_contiguous(2, sr, &t->dt);
+            MPI_Type_free(&s); MPI_Type_free(&sr);
+        } else if (t->kind == K_MAT) {
+            MPI_Type_contiguous(4, MPI_UINT32_T, &t->dt);
+        }
+        if (t->kind >= K_VECD) MPI_Type_commit(&t->dt);
+        MPI_Aint lb;
+        MPI_Type_get_extent(t->dt, &lb, &t->extent);
+    }
+    MPI_Op pre[] = { MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND, MPI_LOR, MPI_LXOR,
+                     MPI_BAND, MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC };
+    memcpy(mpi_ops, pre, sizeof pre);
+    MPI_Op_create(user_sum, 1, &mpi_ops[O_USUM]);
+    MPI_Op_create(user_matmul, 0, &mpi_ops[O_UMAT]);
+}
+
+/* ------------------------------------------------------- test harness */
+
+typedef struct {
+    const char *coll;
+    const tinfo *t;
+    int op;
+    int count;
+    int inplace;
+    int root;        /* -1: none */
+    const char *variant;
+} tdesc;
+
+static int verbose, corrupt_rank = -1, corrupt_pending;
+static long n_tests, n_failed_here;
+static int max_count = 4096;
+static unsigned type_mask_set; static int type_sel[64]; static unsigned op_sel = ~0u;
+static const char *comm_name = "world";
+
+static void *xalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "coll_check: out of memory (%zu bytes)\n", n); MPI_Abort(MPI_COMM_WORLD, 2); }
+    return p;
+}
+
+#define POISON 0xA5
+
+static void fill(const tinfo *t, int op, uint64_t seed, int r, char *buf, int64_t first, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        val x = gen(t, op, seed, r, first + k);
+        store(t, buf + k * t->extent, &x);
+    }
+}
+
+static void hexdump(char *out, const tinfo *t, const char *p)
+{
+    int seg[4][2], ns = segments(t, seg);
+    char *o = out;
+    for (int s = 0; s < ns; s++) {
+        if (s) *o++ = ':';
+        for (int b = seg[s][1] - 1; b >= 0; b--)   /* little-endian: print high byte first */
+            o += sprintf(o, "%02x", (unsigned char)p[seg[s][0] + b]);
+    }
+    *o = 0;
+}
+
+static void report(const tdesc *d, int64_t idx, const char *what, const char *got, const char *exp)
+{
+    char gs[128] = "", es[128] = "";
+    if (got) hexdump(gs, d->t, got);
+    if (exp) hexdump(es, d->t, exp);
+    fprintf(stdout, "MISMATCH coll=%s comm=%s rank=%d/%d type=%s op=%s count=%d inplace=%d root=%d%s%s "
+            "index=%lld %s got=0x%s expected=0x%s\n",
+            d->coll, comm_name, g_rank, g_size, d->t->name, op_names[d->op], d->count, d->inplace,
+            d->root, d->variant ? " variant=" : "", d->variant ? d->variant : "",
+            (long long)idx, what, gs, es);
+    fflush(stdout);
+}
+
+/* Compare n elements of got against expected values; idx0 is the index that is
+ * reported for element 0. Returns 0 on match. Applies the injected fault. */
+static int check_elems(const tdesc *d, char *got, const char *exp, int64_t n, int64_t idx0)
+{
+    const tinfo *t = d->t;
+    if (corrupt_pending && g_rank == corrupt_rank && n > 0) {
+        got[(n / 2) * t->extent] ^= 0x01;             /* byte 0 is a value byte in every type */
+        corrupt_pending = 0;
+        fprintf(stdout, "coll_check: STRATA_TEST_CORRUPT: flipped element %lld of %s on rank %d\n",
+                (long long)(idx0 + n / 2), d->coll, g_rank);
+        fflush(stdout);
+    }
+    int seg[4][2], ns = segments(t, seg);
+    for (int64_t k = 0; k < n; k++) {
+        const char *a = got + k * t->extent, *b = exp + k * t->extent;
+        if (t->kind == K_CPLX) {
+            /* The sign of a zero part of a complex product depends on the order of
+             * evaluation (x*0 + -x*0), so parts compare as values; all else by bits. */
+            int eq = 1;
+            for (int part = 0; part < 2; part++) {
+                if (t->size == sizeof(float)) { float x, y; memcpy(&x, a + 4 * part, 4); memcpy(&y, b + 4 * part, 4); eq &= x == y; }
+                else { double x, y; memcpy(&x, a + 8 * part, 8); memcpy(&y, b + 8 * part, 8); eq &= x == y; }
+            }
+            if (!eq) { report(d, idx0 + k, "wrong", a, b); return 1; }
+            continue;
+        }
+        for (int s = 0; s < ns; s++)
+            if (memcmp(a + seg[s][0], b + seg[s][0], seg[s][1])) {
+                report(d, idx0 + k, "wrong", a, b);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* Elements that the collective must not write (gaps between displacements). */
+static int check_untouched(const tdesc *d, const char *got, int64_t n, int64_t idx0)
+{
+    int seg[4][2], ns = segments(d->t, seg);
+    for (int64_t k = 0; k < n; k++)
+        for (int s = 0; s < ns; s++)
+            for (int b = 0; b < seg[s][1]; b++)
+                if ((unsigned char)got[k * d->t->extent + seg[s][0] + b] != POISON) {
+                    report(d, idx0 + k, "gap-clobbered", got + k * d->t->extent, NULL);
+                    return 1;
+                }
+    return 0;
+}
+
+static void done(const tdesc *d, int bad)
+{
+    n_tests++;
+    if (bad) n_failed_here++;
+    if (verbose > 1 && g_rank == 0)
+        printf("  %s %s %s count=%d inplace=%d root=%d %s\n", d->coll, d->t->name, op_names[d->op],
+               d->count, d->inplace, d->root, d->variant ? d->variant : "");
+}
+
+static uint64_t test_seed(const tdesc *d, int salt)
+{
+    uint64_t s = g_seed;
+    for (const char *c = d->coll; *c; c++) s = mix(s ^ (unsigned char)*c);
+    return mix(s ^ ((uint64_t)(d->t - types) << 48) ^ ((uint64_t)d->op << 40) ^
+               ((uint64_t)d->count << 8) ^ (uint64_t)(d->inplace * 2 + 1) ^
+               ((uint64_t)(d->root + 1) << 20) ^ ((uint64_t)salt << 56));
+}
+
+static int type_selected(int k, int for_copy)
+{
+    if (type_mask_set) return type_sel[k];
+    return for_copy ? types[k].copy : 1;
+}
+
+/* Counts: 0 (the bindings return early, except reduce_scatter with uneven counts), 1, primes, and the maximum. */
+static int counts[32], n_counts;
+static void make_counts(void)
+{
+    static const int base[] = { 0, 1, 2, 7, 61, 1021, 16381, 262139, 1048573 };
+    n_counts = 0;
+    for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
+        if (base[k] <= max_count) counts[n_counts++] = base[k];
+    if (n_counts == 0 || counts[n_counts - 1] != max_count) counts[n_counts++] = max_count;
+}
+
+/* ----------------------------------------------------------- collectives */
+
+static void run_allreduce(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 0)) continue;
+        const tinfo *t = &types[k];
+        for (int op = 0; op < O_NOPS; op++) {
+            if (!(t->ops & B(op)) || !(op_sel & B(op))) continue;
+            for (int c = 0; c < n_counts; c++)
+                for (int ip = 0; ip < 2; ip++) {
+                    tdesc d = { "allreduce", t, op, counts[c], ip, -1, NULL };
+                    uint64_t seed = test_seed(&d, 0);
+                    int64_t n = d.count;
+                    char *sb = xalloc(n * t->extent), *rb = xalloc(n * t->extent), *ex = xalloc(n * t->extent);
+                    memset(rb, POISON, n * t->extent);
+                    fill(t, op, seed, g_rank, ip ? rb : sb, 0, n);
+                    for (int64_t i = 0; i < n; i++) {
+                        val e = expect_reduced(t, op, seed, i);
+                        store(t, ex + i * t->extent, &e);
+                    }
+                    MPI_Allreduce(ip ? MPI_IN_PLACE : sb, rb, (int)n, t->dt, mpi_ops[op], comm);
+                    done(&d, check_elems(&d, rb, ex, n, 0));
+                    free(sb); free(rb); free(ex);
+                }
+        }
+    }
+}
+
+static void run_reduce(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 0)) continue;
+        const tinfo *t = &types[k];
+        for (int op = 0; op < O_NOPS; op++) {
+            if (!(t->ops & B(op)) || !(op_sel & B(op))) continue;
+            for (int c = 0; c < n_counts; c++)
+                for (int root = 0; root < g_size; root++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        tdesc d = { "reduce", t, op, counts[c], ip, root, NULL };
+                        uint64_t seed = test_seed(&d, 0);
+                        int64_t n = d.count;
+                        int me_root = g_rank == root, use_ip = ip && me_root;
+                        char *sb = xalloc(n * t->extent), *rb = xalloc(n * t->extent);
+                        memset(rb, POISON, n * t->extent);
+                        fill(t, op, seed, g_rank, use_ip ? rb : sb, 0, n);
+                        MPI_Reduce(use_ip ? MPI_IN_PLACE : sb, me_root ? rb : NULL, (int)n, t->dt,
+                                   mpi_ops[op], root, comm);
+                        int bad = 0;
+                        if (me_root) {
+                            char *ex = xalloc(n * t->extent);
+                            for (int64_t i = 0; i < n; i++) {
+                                val e = expect_reduced(t, op, seed, i);
+                                store(t, ex + i * t->extent, &e);
+                            }
+                            bad = check_elems(&d, rb, ex, n, 0);
+                            free(ex);
+                        }
+                        done(&d, bad);
+                        free(sb); free(rb);
+                    }
+        }
+    }
+}
+
+/* recvcounts patterns for reduce_scatter: uneven with zeros, one owner, even. */
+static const char *rs_patterns[] = { "uneven_zeros", "one_rank", "even" };
+static int rs_count(int pattern, int c, int r)
+{
+    switch (pattern) {
+    case 0: return r % 3 == 1 ? 0 : c + r;
+    case 1: return r == g_size - 1 ? c : 0;
+    default: return c;
+    }
+}
+
+static void run_reduce_scatter_common(int block)
+{
+    int npat = block ? 1 : 3;
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 0)) continue;
+        const tinfo *t = &types[k];
+        for (int op = 0; op < O_NOPS; op++) {
+            if (!(t->ops & B(op)) || !(op_sel & B(op))) continue;
+            for (int c = 0; c < n_counts; c++)
+                for (int pat = 0; pat < npat; pat++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        int pattern = block ? 2 : pat;
+                        tdesc d = { block ? "reduce_scatter_block" : "reduce_scatter", t, op,
+                                    counts[c], ip, -1, block ? NULL : rs_patterns[pattern] };
+                        uint64_t seed = test_seed(&d, pattern);
+                        int *rc = xalloc(sizeof(int) * g_size);
+                        int64_t total = 0, mine = 0, first = 0;
+                        for (int r = 0; r < g_size; r++) {
+                            rc[r] = rs_count(pattern, d.count, r);
+                            if (r < g_rank) first += rc[r];
+                            total += rc[r];
+                        }
+                        mine = rc[g_rank];
+                        char *sb = xalloc(total * t->extent);
+                        char *rb = xalloc((ip ? total : mine) * t->extent);
+                        char *ex = xalloc(mine * t->extent);
+                        memset(rb, POISON, (ip ? total : mine) * t->extent);
+                        fill(t, op, seed, g_rank, ip ? rb : sb, 0, total);
+                        for (int64_t i = 0; i < mine; i++) {
+                            val e = expect_reduced(t, op, seed, first + i);
+                            store(t, ex + i * t->extent, &e);
+                        }
+                        if (block)
+                            MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : sb, rb, d.count, t->dt,
+                                                     mpi_ops[op], comm);
+                        else
+                            MPI_Reduce_scatter(ip ? MPI_IN_PLACE : sb, rb, rc, t->dt, mpi_ops[op], comm);
+                        done(&d, check_elems(&d, rb, ex, mine, first));
+                        free(sb); free(rb); free(ex); free(rc);
+                    }
+        }
+    }
+}
+static void run_reduce_scatter(void) { run_reduce_scatter_common(0); }
+static void run_reduce_scatter_block(void) { run_reduce_scatter_common(1); }
+
+/* Data movement: the value at (source rank, index) identifies both. */
+static void expect_from(const tinfo *t, uint64_t seed, char *ex, int src, int64_t first, int64_t n)
+{
+    fill(t, O_COPY, seed, src, ex, first, n);
+}
+
+static void run_bcast(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int c = 0; c < n_counts; c++)
+            for (int root = 0; root < g_size; root++) {
+                tdesc d = { "bcast", t, O_COPY, counts[c], 0, root, NULL };
+                uint64_t seed = test_seed(&d, 0);
+                int64_t n = d.count;
+                char *b = xalloc(n * t->extent), *ex = xalloc(n * t->extent);
+                memset(b, POISON, n * t->extent);
+                if (g_rank == root) fill(t, O_COPY, seed, root, b, 0, n);
+                expect_from(t, seed, ex, root, 0, n);
+                MPI_Bcast(b, (int)n, t->dt, root, comm);
+                done(&d, check_elems(&d, b, ex, n, 0));
+                free(b); free(ex);
+            }
+    }
+}
+
+static void run_allgather(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int c = 0; c < n_counts; c++)
+            for (int ip = 0; ip < 2; ip++) {
+                tdesc d = { "allgather", t, O_COPY, counts[c], ip, -1, NULL };
+                uint64_t seed = test_seed(&d, 0);
+                int64_t n = d.count, e = t->extent;
+                char *sb = xalloc(n * e), *rb = xalloc(g_size * n * e), *ex = xalloc(n * e);
+                memset(rb, POISON, g_size * n * e);
+                fill(t, O_COPY, seed, g_rank, ip ? rb + g_rank * n * e : sb, 0, n);
+                MPI_Allgather(ip ? MPI_IN_PLACE : sb, (int)n, t->dt, rb, (int)n, t->dt, comm);
+                int bad = 0;
+                for (int r = 0; r < g_size && !bad; r++) {
+                    expect_from(t, seed, ex, r, 0, n);
+                    bad = check_elems(&d, rb + r * n * e, ex, n, r * n);
+                }
+                done(&d, bad);
+                free(sb); free(rb); free(ex);
+            }
+    }
+}
+
+static void run_allgatherv(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int c = 0; c < n_counts; c++)
+            for (int ip = 0; ip < 2; ip++) {
+                tdesc d = { "allgatherv", t, O_COPY, counts[c], ip, -1, "uneven_zeros_gaps" };
+                uint64_t seed = test_seed(&d, 0);
+                int64_t e = t->extent;
+                int *rc = xalloc(sizeof(int) * g_size), *dp = xalloc(sizeof(int) * g_size);
+                int64_t total = 0;
+                for (int r = 0; r < g_size; r++) {        /* reverse order plus a 1-element gap */
+                    rc[r] = rs_count(0, d.count, r);
+                }
+                for (int r = g_size - 1; r >= 0; r--) { dp[r] = (int)total; total += rc[r] + 1; }
+                char *sb = xalloc(rc[g_rank] * e), *rb = xalloc(total * e), *ex = xalloc((d.count + g_size) * e);
+                memset(rb, POISON, total * e);
+                fill(t, O_COPY, seed, g_rank, ip ? rb + dp[g_rank] * e : sb, 0, rc[g_rank]);
+                MPI_Allgatherv(ip ? MPI_IN_PLACE : sb, rc[g_rank], t->dt, rb, rc, dp, t->dt, comm);
+                int bad = 0;
+                for (int r = 0; r < g_size && !bad; r++) {
+                    expect_from(t, seed, ex, r, 0, rc[r]);
+                    bad = check_elems(&d, rb + dp[r] * e, ex, rc[r], dp[r]) ||
+                          check_untouched(&d, rb + (dp[r] + rc[r]) * e, 1, dp[r] + rc[r]);
+                }
+                done(&d, bad);
+                free(sb); free(rb); free(ex); free(rc); free(dp);
+            }
+    }
+}
+
+static void run_alltoall(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int c = 0; c < n_counts; c++)
+            for (int ip = 0; ip < 2; ip++) {
+                tdesc d = { "alltoall", t, O_COPY, counts[c], ip, -1, NULL };
+                uint64_t seed = test_seed(&d, 0);
+                int64_t n = d.count, e = t->extent, p = g_size;
+                char *sb = xalloc(p * n * e), *rb = xalloc(p * n * e), *ex = xalloc(n * e);
+                memset(rb, POISON, p * n * e);
+                /* block j of rank r holds indices j*n.. of source r */
+                fill(t, O_COPY, seed, g_rank, ip ? rb : sb, 0, p * n);
+                MPI_Alltoall(ip ? MPI_IN_PLACE : sb, (int)n, t->dt, rb, (int)n, t->dt, comm);
+                int bad = 0;
+                for (int r = 0; r < g_size && !bad; r++) {
+                    expect_from(t, seed, ex, r, (int64_t)g_rank * n, n);
+                    bad = check_elems(&d, rb + r * n * e, ex, n, r * n);
+                }
+                done(&d, bad);
+                free(sb); free(rb); free(ex);
+            }
+    }
+}
+
+/* Elements sent from src to dst. Symmetric for the in-place variant. */
+static int a2av_count(int c, int src, int dst, int sym)
+{
+    int a = sym && src > dst ? dst : src, b = sym && src > dst ? src : dst;
+    return (a + 2 * b) % 3 == 0 ? 0 : c + (a + b) % 3;
+}
+
+static void run_alltoallv(void)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int c = 0; c < n_counts; c++)
+            for (int ip = 0; ip < 2; ip++) {
+                tdesc d = { "alltoallv", t, O_COPY, counts[c], ip, -1, "uneven_zeros_gaps" };
+                uint64_t seed = test_seed(&d, 0);
+                int64_t e = t->extent, p = g_size;
+                int *sc = xalloc(sizeof(int) * p), *sd = xalloc(sizeof(int) * p);
+                int *rc = xalloc(sizeof(int) * p), *rd = xalloc(sizeof(int) * p);
+                int64_t st = 0, rt = 0;
+                for (int j = 0; j < p; j++) {       /* send blocks in order, receive blocks reversed */
+                    sc[j] = a2av_count(d.count, g_rank, j, ip);
+                    rc[j] = a2av_count(d.count, j, g_rank, ip);
+                    sd[j] = (int)st; st += sc[j] + 1;
+                }
+                for (int j = (int)p - 1; j >= 0; j--) { rd[j] = (int)rt; rt += rc[j] + 1; }
+                char *sb = xalloc(st * e), *rb = xalloc(rt * e), *ex = xalloc((d.count + 3) * e);
+                memset(rb, POISON, rt * e);
+                /* the block for peer j: indices j*(c+3).. of this rank's stream */
+                for (int j = 0; j < p; j++) {
+                    if (ip) fill(t, O_COPY, seed, g_rank, rb + rd[j] * e, (int64_t)j * (d.count + 3), rc[j]);
+                    else fill(t, O_COPY, seed, g_rank, sb + sd[j] * e, (int64_t)j * (d.count + 3), sc[j]);
+                }
+                MPI_Alltoallv(ip ? MPI_IN_PLACE : sb, sc, sd, t->dt, rb, rc, rd, t->dt, comm);
+                int bad = 0;
+                for (int j = 0; j < p && !bad; j++) {
+                    expect_from(t, seed, ex, j, (int64_t)g_rank * (d.count + 3), rc[j]);
+                    bad = check_elems(&d, rb + rd[j] * e, ex, rc[j], rd[j]) ||
+                          check_untouched(&d, rb + (rd[j] + rc[j]) * e, 1, rd[j] + rc[j]);
+                }
+                done(&d, bad);
+                free(sb); free(rb); free(ex); free(sc); free(sd); free(rc); free(rd);
+            }
+    }
+}
+
+static const struct { const char *name; void (*run)(void); } colls[] = {
+    { "allreduce", run_allreduce },
+    { "allgather", run_allgather },
+    { "allgatherv", run_allgatherv },
+    { "reduce_scatter", run_reduce_scatter },
+    { "reduce_scatter_block", run_reduce_scatter_block },
+    { "bcast", run_bcast },
+    { "alltoall", run_alltoall },
+    { "alltoallv", run_alltoallv },
+    { "reduce", run_reduce },
+};
+#define NCOLLS ((int)(sizeof(colls) / sizeof(colls[0])))
+
+/* ------------------------------------------------------------------ main */
+
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p = q ? q + 1 : NULL;
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    printf("usage: coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-v[v]] [-l]\n"
+           "  -c  comma list of collectives (default: all)\n"
+           "  -n  largest element count (default 4096); counts are 0, 1, primes below it, and it\n"
+           "  -t  comma list of types (default: all for reductions, a representative set for data movement)\n"
+           "  -o  comma list of reduction ops (default: all applicable)\n"
+           "  -m  communicators: world,dup,reversed,split (default: world)\n"
+           "  -l  list collectives, types and ops\n"
+           "  exit status: 0 all matched, 1 a mismatch, 2 usage\n");
+}
+
+/* One line naming each rank's processor (host), gathered with point-to-point:
+ * how multi-host runs prove that MPI saw several nodes. */
+static void print_hosts(int world_rank, int world_size)
+{
+    char name[MPI_MAX_PROCESSOR_NAME + 1], other[MPI_MAX_PROCESSOR_NAME + 1];
+    int len;
+    memset(name, 0, sizeof name);
+    MPI_Get_processor_name(name, &len);
+    if (world_rank != 0) {
+        MPI_Send(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, 997, MPI_COMM_WORLD);
+        return;
+    }
+    char *names = xalloc((size_t)world_size * (MPI_MAX_PROCESSOR_NAME + 1));
+    int nhosts = 0;
+    for (int r = 0; r < world_size; r++) {
+        if (r == 0) memcpy(other, name, sizeof other);
+        else { memset(other, 0, sizeof other);
+               MPI_Recv(other, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, r, 997, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+        memcpy(names + (size_t)r * (MPI_MAX_PROCESSOR_NAME + 1), other, sizeof other);
+        int seen = 0;
+        for (int q = 0; q < r; q++) seen |= !strcmp(names + (size_t)q * (MPI_MAX_PROCESSOR_NAME + 1), other);
+        nhosts += !seen;
+    }
+    printf("coll_check: np=%d hosts=%d:", world_size, nhosts);
+    for (int r = 0; r < world_size; r++) printf(" %d@%s", r, names + (size_t)r * (MPI_MAX_PROCESSOR_NAME + 1));
+    printf("\n");
+    fflush(stdout);
+    free(names);
+}
+
+int main(int argc, char **argv)
+{
+    const char *csel = NULL, *tsel = NULL, *osel = NULL, *msel = "world";
+    int list = 0, world_rank, world_size, err = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    for (int a = 1; a < argc; a++) {
+        const char *s = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+        if (!strcmp(s, "-c") && v) { csel = v; a++; }
+        else if (!strcmp(s, "-n") && v) { max_count = atoi(v); a++; }
+        else if (!strcmp(s, "-t") && v) { tsel = v; a++; }
+        else if (!strcmp(s, "-o") && v) { osel = v; a++; }
+        else if (!strcmp(s, "-m") && v) { msel = v; a++; }
+        else if (!strcmp(s, "-s") && v) { g_seed = strtoull(v, NULL, 0); a++; }
+        else if (!strcmp(s, "-v")) verbose++;
+        else if (!strcmp(s, "-vv")) verbose += 2;
+        else if (!strcmp(s, "-l")) list = 1;
+        else { if (world_rank == 0) usage(); err = 1; }
+    }
+    if (max_count < 1) err = 1;
+    if (err) { MPI_Finalize(); return 2; }
+    init_types_ops();
+    if (list) {
+        if (world_rank == 0) {
+            printf("collectives:"); for (int k = 0; k < NCOLLS; k++) printf(" %s", colls[k].name);
+            printf("\ntypes:"); for (int k = 0; k < NTYPES; k++) printf(" %s", types[k].name);
+            printf("\nops:"); for (int k = 0; k < O_NOPS; k++) printf(" %s", op_names[k]);
+            printf("\n");
+        }
+        MPI_Finalize();
+        return 0;
+    }
+    if (tsel) {
+        type_mask_set = 1;
+        for (int k = 0; k < NTYPES; k++) type_sel[k] = in_list(tsel, types[k].name);
+    }
+    if (osel) {
+        op_sel = 0;
+        for (int k = 0; k < O_NOPS; k++) if (in_list(osel, op_names[k])) op_sel |= B(k);
+    }
+    make_counts();
+    print_hosts(world_rank, world_size);
+    const char *ce = getenv("STRATA_TEST_CORRUPT");
+    int corrupt = ce && *ce && strcmp(ce, "0");
+    if (getenv("STRATA_TEST_CORRUPT_RANK")) corrupt_rank = atoi(getenv("STRATA_TEST_CORRUPT_RANK"));
+
+    long total_failed = 0;
+    static const char *comm_kinds[] = { "world", "dup", "reversed", "split" };
+    for (int m = 0; m < 4; m++) {
+        if (!in_list(msel, comm_kinds[m])) continue;
+        comm_name = comm_kinds[m];
+        if (m == 0) comm = MPI_COMM_WORLD;
+        else if (m == 1) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        /* reversed rank order: the node layout is no longer blocks of consecutive ranks */
+        else if (m == 2) MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &comm);
+        /* two halves of different sizes where possible */
+        else MPI_Comm_split(MPI_COMM_WORLD, world_rank < (world_size + 1) / 2 ? 0 : 1, world_rank, &comm);
+        MPI_Comm_rank(comm, &g_rank);
+        MPI_Comm_size(comm, &g_size);
+        for (int k = 0; k < NCOLLS; k++) {
+            if (csel && !in_list(csel, colls[k].name)) continue;
+            n_tests = n_failed_here = 0;
+            corrupt_pending = corrupt;
+            if (corrupt_rank < 0 || corrupt_rank >= g_size) corrupt_rank = g_size - 1;
+            double t0 = MPI_Wtime();
+            colls[k].run();
+            double dt = MPI_Wtime() - t0;
+            /* Count failing ranks with point-to-point only: the collectives are under test. */
+            long failed = n_failed_here, x;
+            if (world_rank == 0) {
+                for (int r = 1; r < world_size; r++) {
+                    MPI_Recv(&x, 1, MPI_LONG, r, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    failed += x;
+                }
+                printf("coll_check: %-22s comm=%s np=%d tests=%ld failed=%ld (rank-tests) %.2fs %s\n",
+                       colls[k].name, comm_name, g_size, n_tests, failed, dt, failed ? "FAIL" : "ok");
+                fflush(stdout);
+            } else {
+                MPI_Send(&failed, 1, MPI_LONG, 0, 999, MPI_COMM_WORLD);
+            }
+            total_failed += failed;
+        }
+        if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+    }
+    /* rank 0 knows the total; tell everyone with point-to-point */
+    if (world_rank == 0)
+        for (int r = 1; r < world_size; r++) MPI_Send(&total_failed, 1, MPI_LONG, r, 998, MPI_COMM_WORLD);
+    else
+        MPI_Recv(&total_failed, 1, MPI_LONG, 0, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (world_rank == 0) printf("coll_check: %s\n", total_failed ? "FAIL" : "PASS");
+    for (int k = 0; k < NTYPES; k++) if (types[k].kind >= K_VECD) MPI_Type_free(&types[k].dt);
+    MPI_Op_free(&mpi_ops[O_USUM]); MPI_Op_free(&mpi_ops[O_UMAT]);
+    MPI_Finalize();
+    return total_failed ? 1 : 0;
+}

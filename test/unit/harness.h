@@ -1,0 +1,161 @@
+// test/unit/harness.h - ranks as threads in one process.
+//
+// A ThreadJob gives each thread-rank a strata_transport_t backed by an
+// in-process mailbox (eager sends, FIFO matching per source and tag) and
+// barrier-based agree/allgather, so the core's teams, schedules and shared-memory
+// channel run exactly as under MPI, without MPI.
+#ifndef STRATA_TEST_HARNESS_H
+#define STRATA_TEST_HARNESS_H
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "strata.h"
+
+namespace strata_test {
+
+class ThreadJob {
+public:
+    explicit ThreadJob(int size) : size_(size), boxes_(size), values_(size), ctx_(size) {
+        for (int r = 0; r < size; ++r) ctx_[r] = {this, r};
+    }
+
+    int size() const { return size_; }
+
+    strata_transport_t transport(int rank) {
+        strata_transport_t t;
+        t.ctx = &ctx_[rank];
+        t.isend = &isend;
+        t.irecv = &irecv;
+        t.test = &test;
+        t.agree_min = &agree_min;
+        t.allgather_int = &allgather_int;
+        return t;
+    }
+
+    // Runs fn(rank) on size threads and waits for all of them.
+    void run(const std::function<void(int)> &fn) {
+        std::vector<std::thread> threads;
+        for (int r = 0; r < size_; ++r) threads.emplace_back(fn, r);
+        for (auto &t : threads) t.join();
+    }
+
+    // Messages sent but never received: a schedule bug if non-zero after a run.
+    size_t unreceived() {
+        std::lock_guard<std::mutex> g(mu_);
+        size_t n = 0;
+        for (auto &b : boxes_) n += b.size();
+        return n;
+    }
+
+private:
+    struct Ctx {
+        ThreadJob *job;
+        int rank;
+    };
+    struct Msg {
+        int src, tag;
+        std::vector<char> data;
+    };
+    struct Req {
+        bool is_recv;
+        void *buf;
+        size_t bytes;
+        int peer, tag;
+        bool size_mismatch;
+    };
+
+    static int isend(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req) {
+        Ctx *c = static_cast<Ctx *>(ctx);
+        const char *p = static_cast<const char *>(buf);
+        {
+            std::lock_guard<std::mutex> g(c->job->mu_);
+            c->job->boxes_[peer].push_back(Msg{c->rank, tag, std::vector<char>(p, p + bytes)});
+        }
+        *req = new Req{false, nullptr, bytes, peer, tag, false};
+        return 0;
+    }
+    static int irecv(void *, void *buf, size_t bytes, int peer, int tag, void **req) {
+        *req = new Req{true, buf, bytes, peer, tag, false};
+        return 0;
+    }
+    static int test(void *ctx, void *req_v, int *done) {
+        Ctx *c = static_cast<Ctx *>(ctx);
+        Req *req = static_cast<Req *>(req_v);
+        *done = 0;
+        if (!req->is_recv) {
+            *done = 1;
+        } else {
+            std::lock_guard<std::mutex> g(c->job->mu_);
+            auto &box = c->job->boxes_[c->rank];
+            for (auto it = box.begin(); it != box.end(); ++it) {
+                if (it->src != req->peer || it->tag != req->tag) continue;
+                if (it->data.size() != req->bytes) {
+                    delete req;
+                    return -1;  // a schedule bug: sizes must match exactly
+                }
+                memcpy(req->buf, it->data.data(), req->bytes);
+                box.erase(it);
+                *done = 1;
+                break;
+            }
+        }
+        if (*done) delete req;
+        return 0;
+    }
+    // Everyone deposits a value, then everyone reads all of them.
+    void exchange(int rank, int value, int *all) {
+        std::unique_lock<std::mutex> g(coll_mu_);
+        const uint64_t gen = gen_;
+        values_[rank] = value;
+        if (++arrived_ == size_) {
+            snapshot_ = values_;
+            arrived_ = 0;
+            ++gen_;
+            cv_.notify_all();
+        } else {
+            cv_.wait(g, [&] { return gen_ != gen; });
+        }
+        std::copy(snapshot_.begin(), snapshot_.end(), all);
+        // Nobody may overwrite snapshot_ before everyone copied it.
+        if (++left_ == size_) {
+            left_ = 0;
+            ++gen2_;
+            cv_.notify_all();
+        } else {
+            const uint64_t g2 = gen2_;
+            cv_.wait(g, [&] { return gen2_ != g2; });
+        }
+    }
+    static int agree_min(void *ctx, int *value) {
+        Ctx *c = static_cast<Ctx *>(ctx);
+        std::vector<int> all(c->job->size_);
+        c->job->exchange(c->rank, *value, all.data());
+        for (int v : all) *value = v < *value ? v : *value;
+        return 0;
+    }
+    static int allgather_int(void *ctx, int value, int *all) {
+        Ctx *c = static_cast<Ctx *>(ctx);
+        c->job->exchange(c->rank, value, all);
+        return 0;
+    }
+
+    int size_;
+    std::mutex mu_;
+    std::vector<std::deque<Msg>> boxes_;
+    std::mutex coll_mu_;
+    std::condition_variable cv_;
+    std::vector<int> values_, snapshot_;
+    int arrived_ = 0, left_ = 0;
+    uint64_t gen_ = 0, gen2_ = 0;
+    std::vector<Ctx> ctx_;
+};
+
+}  // namespace strata_test
+
+#endif

@@ -1,0 +1,103 @@
+// test/unit/team_test.cc - team setup: agreement, fallback, cleanup, bad input.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "strata.h"
+
+namespace {
+
+int strata_files(const char *dir) {
+    int n = 0;
+    if (DIR *d = opendir(dir)) {
+        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
+        closedir(d);
+    }
+    return n;
+}
+
+// Runs one int32 sum allreduce on every rank; returns each rank's status.
+std::vector<strata_status_t> one_allreduce(const std::vector<int> &keys, const char *shm_dir,
+                                           std::vector<int> *results = nullptr) {
+    const int size = int(keys.size());
+    strata_test::ThreadJob job(size);
+    std::vector<strata_status_t> st(size, STRATA_ERR_INTERNAL);
+    if (results) results->assign(size, -1);
+    job.run([&](int rank) {
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.shm_dir = shm_dir;
+        strata_transport_t tp = job.transport(rank);
+        strata_team_t *team = nullptr;
+        ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &team), STRATA_OK);
+        int v = rank + 1;
+        st[rank] = strata_allreduce(team, nullptr, &v, 1, STRATA_INT32, STRATA_OP_SUM);
+        if (results) (*results)[rank] = v;
+        // A team that fell back keeps falling back, without communicating.
+        if (st[rank] == STRATA_FALLBACK) {
+            EXPECT_EQ(strata_allreduce(team, nullptr, &v, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_FALLBACK);
+        }
+        strata_team_destroy(team);
+    });
+    return st;
+}
+
+TEST(Team, SegmentInADirectoryAndNothingLeft) {
+    char dir[] = "/tmp/strata-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    std::vector<int> res;
+    const auto st = one_allreduce({0, 0, 0, 3}, dir, &res);
+    for (size_t r = 0; r < st.size(); ++r) {
+        EXPECT_EQ(st[r], STRATA_OK) << "rank " << r;
+        EXPECT_EQ(res[r], 10) << "rank " << r;
+    }
+    EXPECT_EQ(strata_files(dir), 0);
+    rmdir(dir);
+}
+
+TEST(Team, FailedSetupOnOneNodeMeansEveryRankFallsBack) {
+    // Node 0 (two ranks) cannot create its segment; node 1 (one rank) needs none.
+    // The agreement must still take every rank, node 1 included, off strata.
+    const auto st = one_allreduce({0, 0, 2}, "/nonexistent/strata-dir");
+    for (size_t r = 0; r < st.size(); ++r) EXPECT_EQ(st[r], STRATA_FALLBACK) << "rank " << r;
+    EXPECT_EQ(strata_files("/dev/shm"), 0);
+}
+
+TEST(Team, BadArguments) {
+    strata_config_t cfg;
+    strata_config_defaults(&cfg);
+    strata_test::ThreadJob job(1);
+    strata_transport_t tp = job.transport(0);
+    strata_team_t *team = nullptr;
+    EXPECT_EQ(strata_team_create(1, 1, 0, &tp, &cfg, &team), STRATA_ERR_ARG);
+    EXPECT_EQ(team, nullptr);
+    cfg.segment_size = 8;
+    EXPECT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_ERR_ARG);
+    strata_config_defaults(&cfg);
+    ASSERT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_OK);
+    int v = 1;
+    EXPECT_EQ(strata_allreduce(team, &v, nullptr, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_ERR_ARG);
+    // No kernel: the caller must fall back.
+    EXPECT_EQ(strata_allreduce(team, nullptr, &v, 1, STRATA_FLOAT, STRATA_OP_BXOR), STRATA_FALLBACK);
+    strata_team_destroy(team);
+    strata_team_destroy(nullptr);
+}
+
+TEST(Tables, NamesForEveryAlgorithm) {
+    ASSERT_GE(strata_algorithm_count(STRATA_COLL_ALLREDUCE), 2);
+    for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
+        for (int i = 0; i < strata_algorithm_count(strata_coll_t(c)); ++i) {
+            EXPECT_NE(strata_algorithm_name(strata_coll_t(c), i), nullptr);
+            EXPECT_NE(strata_algorithm_description(strata_coll_t(c), i), nullptr);
+        }
+    }
+    EXPECT_STREQ(strata_algorithm_name(STRATA_COLL_ALLREDUCE, 0), "hier_ring");
+}
+
+}  // namespace

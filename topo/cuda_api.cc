@@ -1,0 +1,95 @@
+// cuda_api.cc - run-time loading of the CUDA driver; see cuda_api.h.
+#include "topo/cuda_api.h"
+
+#include <dlfcn.h>
+
+#ifdef STRATA_HAVE_CUDA
+#include <cuda.h>
+namespace strata { namespace topo { namespace cu {
+static_assert((long)ATTR_PCI_BUS_ID == (long)CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, "cuda.h mismatch");
+static_assert((long)ATTR_PCI_DEVICE_ID == (long)CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, "cuda.h mismatch");
+static_assert((long)ATTR_PCI_DOMAIN_ID == (long)CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, "cuda.h mismatch");
+static_assert((long)ATTR_CC_MAJOR == (long)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuda.h mismatch");
+static_assert((long)ATTR_CC_MINOR == (long)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuda.h mismatch");
+static_assert((long)EVENT_DISABLE_TIMING == (long)CU_EVENT_DISABLE_TIMING, "cuda.h mismatch");
+static_assert((long)EVENT_INTERPROCESS == (long)CU_EVENT_INTERPROCESS, "cuda.h mismatch");
+static_assert((long)IPC_MEM_LAZY_ENABLE_PEER_ACCESS == (long)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, "cuda.h mismatch");
+static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "cuda.h mismatch");
+static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
+static_assert(sizeof(CUipcMemHandle) == sizeof(::CUipcMemHandle), "cuda.h mismatch");
+static_assert(sizeof(CUipcEventHandle) == sizeof(::CUipcEventHandle), "cuda.h mismatch");
+}}}
+#endif
+
+namespace strata {
+namespace topo {
+namespace cu {
+
+namespace {
+template <typename F>
+bool sym(void *lib, const char *name, F *fn, std::string *why) {
+    *fn = reinterpret_cast<F>(dlsym(lib, name));
+    if (*fn == nullptr) {
+        *why = std::string("libcuda.so.1 lacks ") + name;
+        return false;
+    }
+    return true;
+}
+}  // namespace
+
+bool Driver::load(std::string *why) {
+    if (lib != nullptr) return true;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+        const char *e = dlerror();
+        *why = std::string("no CUDA driver (") + (e ? e : "libcuda.so.1 not found") + ")";
+        return false;
+    }
+    bool ok = sym(h, "cuInit", &Init, why) && sym(h, "cuDriverGetVersion", &DriverGetVersion, why) &&
+              sym(h, "cuGetErrorString", &GetErrorString, why) &&
+              sym(h, "cuDeviceGetCount", &DeviceGetCount, why) && sym(h, "cuDeviceGet", &DeviceGet, why) &&
+              sym(h, "cuDeviceGetName", &DeviceGetName, why) &&
+              sym(h, "cuDeviceTotalMem_v2", &DeviceTotalMem, why) &&
+              sym(h, "cuDeviceGetAttribute", &DeviceGetAttribute, why) &&
+              sym(h, "cuDeviceCanAccessPeer", &DeviceCanAccessPeer, why) &&
+              sym(h, "cuDevicePrimaryCtxRetain", &DevicePrimaryCtxRetain, why) &&
+              sym(h, "cuDevicePrimaryCtxRelease_v2", &DevicePrimaryCtxRelease, why) &&
+              sym(h, "cuCtxSetCurrent", &CtxSetCurrent, why) && sym(h, "cuMemAlloc_v2", &MemAlloc, why) &&
+              sym(h, "cuMemFree_v2", &MemFree, why) && sym(h, "cuMemcpyHtoD_v2", &MemcpyHtoD, why) &&
+              sym(h, "cuMemcpyDtoH_v2", &MemcpyDtoH, why) &&
+              sym(h, "cuMemcpyDtoHAsync_v2", &MemcpyDtoHAsync, why) &&
+              sym(h, "cuMemsetD32Async", &MemsetD32Async, why) &&
+              sym(h, "cuStreamCreate", &StreamCreate, why) &&
+              sym(h, "cuStreamDestroy_v2", &StreamDestroy, why) &&
+              sym(h, "cuStreamSynchronize", &StreamSynchronize, why) &&
+              sym(h, "cuStreamWaitEvent", &StreamWaitEvent, why) && sym(h, "cuEventCreate", &EventCreate, why) &&
+              sym(h, "cuEventRecord", &EventRecord, why) && sym(h, "cuEventDestroy_v2", &EventDestroy, why) &&
+              sym(h, "cuIpcGetMemHandle", &IpcGetMemHandle, why) &&
+              sym(h, "cuIpcOpenMemHandle_v2", &IpcOpenMemHandle, why) &&
+              sym(h, "cuIpcCloseMemHandle", &IpcCloseMemHandle, why) &&
+              sym(h, "cuIpcGetEventHandle", &IpcGetEventHandle, why) &&
+              sym(h, "cuIpcOpenEventHandle", &IpcOpenEventHandle, why) &&
+              sym(h, "cuMemHostAlloc", &MemHostAlloc, why) && sym(h, "cuMemFreeHost", &MemFreeHost, why) &&
+              sym(h, "cuMemHostGetDevicePointer_v2", &MemHostGetDevicePointer, why);
+    if (ok) {
+        std::string ignored;
+        if (!sym(h, "cuStreamWaitValue32_v2", &StreamWaitValue32, &ignored))
+            sym(h, "cuStreamWaitValue32", &StreamWaitValue32, &ignored);
+    }
+    if (!ok) {
+        dlclose(h);
+        return false;
+    }
+    lib = h;
+    return true;
+}
+
+std::string Driver::error(const char *call, CUresult rc) const {
+    const char *text = nullptr;
+    if (GetErrorString != nullptr) GetErrorString(rc, &text);
+    return std::string(call) + " failed: error " + std::to_string(rc) + (text ? std::string(" (") + text + ")" : "");
+}
+
+}  // namespace cu
+}  // namespace topo
+}  // namespace strata

@@ -1,0 +1,93 @@
+/*
+ * cuda_api.h - the few CUDA driver API entry points strata-info uses, loaded
+ * at run time from libcuda.so.1 so that the same binary runs on nodes without
+ * a GPU or a driver. Own minimal typedefs (no cuda.h needed); where the build
+ * has CUDA, the constants are checked against cuda.h at compile time.
+ */
+#ifndef STRATA_TOPO_CUDA_API_H
+#define STRATA_TOPO_CUDA_API_H
+
+#include <string>
+
+namespace strata {
+namespace topo {
+namespace cu {
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct { char reserved[64]; } CUipcMemHandle;
+typedef struct { char reserved[64]; } CUipcEventHandle;
+
+enum : int {
+    SUCCESS = 0,
+    ATTR_PCI_BUS_ID = 33,
+    ATTR_PCI_DEVICE_ID = 34,
+    ATTR_PCI_DOMAIN_ID = 50,
+    ATTR_CC_MAJOR = 75,
+    ATTR_CC_MINOR = 76,
+};
+enum : unsigned {
+    EVENT_DISABLE_TIMING = 0x2,
+    EVENT_INTERPROCESS = 0x4,
+    IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+    STREAM_NON_BLOCKING = 0x1,
+    MEMHOSTALLOC_DEVICEMAP = 0x2,
+    STREAM_WAIT_VALUE_GEQ = 0x0,
+};
+
+// Function table. Names are the ABI symbols (the _v2 ones where cuda.h maps
+// the plain name onto them).
+struct Driver {
+    void *lib = nullptr;
+    CUresult (*Init)(unsigned) = nullptr;
+    CUresult (*DriverGetVersion)(int *) = nullptr;
+    CUresult (*GetErrorString)(CUresult, const char **) = nullptr;
+    CUresult (*DeviceGetCount)(int *) = nullptr;
+    CUresult (*DeviceGet)(CUdevice *, int) = nullptr;
+    CUresult (*DeviceGetName)(char *, int, CUdevice) = nullptr;
+    CUresult (*DeviceTotalMem)(size_t *, CUdevice) = nullptr;
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice) = nullptr;
+    CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice) = nullptr;
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice) = nullptr;
+    CUresult (*CtxSetCurrent)(CUcontext) = nullptr;
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t) = nullptr;
+    CUresult (*MemFree)(CUdeviceptr) = nullptr;
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned) = nullptr;
+    CUresult (*StreamDestroy)(CUstream) = nullptr;
+    CUresult (*StreamSynchronize)(CUstream) = nullptr;
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+    CUresult (*EventCreate)(CUevent *, unsigned) = nullptr;
+    CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
+    CUresult (*EventDestroy)(CUevent) = nullptr;
+    CUresult (*IpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr) = nullptr;
+    CUresult (*IpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned) = nullptr;
+    CUresult (*IpcCloseMemHandle)(CUdeviceptr) = nullptr;
+    CUresult (*IpcGetEventHandle)(CUipcEventHandle *, CUevent) = nullptr;
+    CUresult (*IpcOpenEventHandle)(CUevent *, CUipcEventHandle) = nullptr;
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*MemFreeHost)(void *) = nullptr;
+    CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned) = nullptr;
+    // Optional (stream memory operations): nullptr where the driver lacks it.
+    CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, unsigned, unsigned) = nullptr;
+
+    // dlopen + dlsym of everything. false with *why ("libcuda.so.1: not found",
+    // "symbol cuX missing"). Does not call cuInit.
+    bool load(std::string *why);
+    // "cuFoo: CUDA_ERROR_... (text)" for messages.
+    std::string error(const char *call, CUresult rc) const;
+};
+
+}  // namespace cu
+}  // namespace topo
+}  // namespace strata
+
+#endif
