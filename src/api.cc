@@ -1,5 +1,6 @@
 // src/api.cc - the C API: teams, tables, collectives.
 #include <new>
+#include <vector>
 
 #include "algo/algo.h"
 #include "mem/domain.h"
@@ -119,6 +120,112 @@ strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void 
     a.dtype = dtype;
     a.op = op;
     return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLREDUCE, a);
+}
+
+// Common entry checks: a team, a known collective; the byte forms take STRATA_BYTE.
+static Status check_team(strata_team_t *team) { return team ? STRATA_OK : STRATA_ERR_ARG; }
+
+strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                  const size_t *bytes, const size_t *displs) {
+    STRATA_CHECK(check_team(team));
+    if (!recvbuf || !bytes || !displs) return STRATA_ERR_ARG;
+    Team &t = *static_cast<Team *>(team);
+    CollArgs a;
+    a.in_place = sendbuf == nullptr;
+    a.sendbuf = a.in_place ? static_cast<char *>(recvbuf) + displs[t.rank()] : sendbuf;
+    a.recvbuf = recvbuf;
+    a.count = bytes[t.rank()];
+    a.counts = bytes;
+    a.displs = displs;
+    return run_collective(t, STRATA_COLL_ALLGATHER, a);
+}
+
+strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                 size_t bytes_per_rank) {
+    STRATA_CHECK(check_team(team));
+    const Team &t = *static_cast<Team *>(team);
+    std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
+    for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
+    return strata_allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data());
+}
+
+strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int root) {
+    STRATA_CHECK(check_team(team));
+    Team &t = *static_cast<Team *>(team);
+    if (!buf || root < 0 || root >= t.size()) return STRATA_ERR_ARG;
+    if (bytes == 0) return STRATA_OK;
+    CollArgs a;
+    a.sendbuf = buf;
+    a.recvbuf = buf;
+    a.count = bytes;
+    a.root = root;
+    return run_collective(t, STRATA_COLL_BCAST, a);
+}
+
+strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes,
+                                 const size_t *rdispls) {
+    STRATA_CHECK(check_team(team));
+    if (!recvbuf || !rbytes || !rdispls) return STRATA_ERR_ARG;
+    if (sendbuf && (!sbytes || !sdispls)) return STRATA_ERR_ARG;
+    CollArgs a;
+    a.in_place = sendbuf == nullptr;
+    a.sendbuf = a.in_place ? recvbuf : sendbuf;
+    a.recvbuf = recvbuf;
+    a.send_counts = a.in_place ? rbytes : sbytes;
+    a.send_displs = a.in_place ? rdispls : sdispls;
+    a.counts = rbytes;
+    a.displs = rdispls;
+    return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLTOALL, a);
+}
+
+strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                size_t bytes_per_rank) {
+    STRATA_CHECK(check_team(team));
+    const Team &t = *static_cast<Team *>(team);
+    std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
+    for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
+    return strata_alltoallv(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(),
+                            displs.data());
+}
+
+strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                      const size_t *counts, strata_dtype_t dtype, strata_op_t op) {
+    STRATA_CHECK(check_team(team));
+    if (!counts) return STRATA_ERR_ARG;
+    if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
+    Team &t = *static_cast<Team *>(team);
+    CollArgs a;
+    for (int r = 0; r < t.size(); ++r) a.count += counts[r];
+    if (a.count == 0) return STRATA_OK;
+    if (!recvbuf && counts[t.rank()] > 0) return STRATA_ERR_ARG;
+    a.in_place = sendbuf == nullptr;
+    a.sendbuf = a.in_place ? recvbuf : sendbuf;
+    a.recvbuf = recvbuf;
+    a.counts = counts;
+    a.dtype = dtype;
+    a.op = op;
+    return run_collective(t, STRATA_COLL_REDUCE_SCATTER, a);
+}
+
+strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                              size_t count, strata_dtype_t dtype, strata_op_t op, int root) {
+    STRATA_CHECK(check_team(team));
+    Team &t = *static_cast<Team *>(team);
+    if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
+    if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
+    if (count == 0) return STRATA_OK;
+    if (t.rank() == root && !recvbuf) return STRATA_ERR_ARG;
+    if (!sendbuf && t.rank() != root) return STRATA_ERR_ARG;
+    CollArgs a;
+    a.in_place = sendbuf == nullptr;
+    a.sendbuf = a.in_place ? recvbuf : sendbuf;
+    a.recvbuf = recvbuf;
+    a.count = count;
+    a.dtype = dtype;
+    a.op = op;
+    a.root = root;
+    return run_collective(t, STRATA_COLL_REDUCE, a);
 }
 
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg) {

@@ -130,6 +130,30 @@ void strata_team_destroy(strata_team_t *team);
 strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
                                  size_t count, strata_dtype_t dtype, strata_op_t op);
 
+/* Data movement: sizes in bytes (any contiguous datatype). sendbuf == NULL
+ * means MPI_IN_PLACE with MPI's meaning for that collective:
+ *   allgather(v): this rank's block is already in place in recvbuf;
+ *   alltoall(v): recvbuf holds the input and receives the output;
+ *   reduce_scatter: recvbuf holds the whole input, the result lands at its start;
+ *   reduce: (root only) recvbuf holds the root's input. */
+strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                 size_t bytes_per_rank);
+/* bytes[r], displs[r]: rank r's block size and offset in recvbuf, in bytes. */
+strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                  const size_t *bytes, const size_t *displs);
+strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int root);
+strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                size_t bytes_per_rank);
+/* sbytes/sdispls: what this rank sends to each rank; rbytes/rdispls: what it receives. */
+strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes,
+                                 const size_t *rdispls);
+/* counts[r] elements of the reduced vector go to rank r, in rank order. */
+strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                      const size_t *counts, strata_dtype_t dtype, strata_op_t op);
+strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                              size_t count, strata_dtype_t dtype, strata_op_t op, int root);
+
 /* For tests and logs: how many calls of a collective ran strata's algorithm `alg`. */
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg);
 

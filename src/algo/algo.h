@@ -21,8 +21,11 @@ struct CollArgs {
     strata_dtype_t dtype = STRATA_BYTE;
     strata_op_t op = STRATA_OP_SUM;
     int root = 0;
-    const size_t *counts = nullptr; // per-rank counts (reduce_scatter, *v variants)
-    const size_t *displs = nullptr;
+    bool in_place = false;          // sendbuf was MPI_IN_PLACE (see strata.h per collective)
+    const size_t *counts = nullptr; // per-rank counts: elements (reduce_scatter) or bytes (*v)
+    const size_t *displs = nullptr; // per-rank byte offsets in recvbuf (*v)
+    const size_t *send_counts = nullptr;  // alltoallv: bytes to each rank
+    const size_t *send_displs = nullptr;  // alltoallv: byte offsets in sendbuf
     size_t bytes() const { return count * strata_dtype_size(dtype); }
 };
 
@@ -44,6 +47,11 @@ struct AlgorithmTable {
 
 const AlgorithmTable &algorithm_table(strata_coll_t coll);
 const AlgorithmTable &allreduce_table();
+const AlgorithmTable &allgather_table();       // allgather and allgatherv
+const AlgorithmTable &reduce_scatter_table();  // reduce_scatter and _block
+const AlgorithmTable &bcast_table();
+const AlgorithmTable &alltoall_table();        // alltoall and alltoallv
+const AlgorithmTable &reduce_table();
 
 // Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
 // counts and logs the call.

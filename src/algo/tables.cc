@@ -7,6 +7,11 @@ const AlgorithmTable &algorithm_table(strata_coll_t coll) {
     static const AlgorithmTable none{nullptr, 0, nullptr};
     switch (coll) {
         case STRATA_COLL_ALLREDUCE: return allreduce_table();
+        case STRATA_COLL_ALLGATHER: return allgather_table();
+        case STRATA_COLL_REDUCE_SCATTER: return reduce_scatter_table();
+        case STRATA_COLL_BCAST: return bcast_table();
+        case STRATA_COLL_ALLTOALL: return alltoall_table();
+        case STRATA_COLL_REDUCE: return reduce_table();
         default: return none;
     }
 }

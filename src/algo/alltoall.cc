@@ -1,0 +1,12 @@
+// src/algo/alltoall.cc - the alltoall algorithms and the rule that picks one.
+#include "algo/algo.h"
+
+namespace strata {
+
+// No algorithm yet: every call falls back to the previous component.
+const AlgorithmTable &alltoall_table() {
+    static const AlgorithmTable t{nullptr, 0, nullptr};
+    return t;
+}
+
+}  // namespace strata
