@@ -40,12 +40,17 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
         char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * seg_bytes;
 
         const StepId free = team.stage_free(s, g);
-        const StepId copied = s.copy(dom, team.slot(j, g, 0), sbuf + off * es, cnt * es, {free});
-        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
-        std::vector<const void *> srcs;
-        for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
-        const StepId summed = s.reduce(dom, out, srcs, cnt, a.dtype, a.op, {ready, copied});
+        StepId summed;
+        if (L == 1) {  // alone on the node: the node sum is the input
+            summed = s.copy(dom, out, sbuf + off * es, cnt * es, {free});
+        } else {
+            const StepId copied = s.copy(dom, team.slot(j, g, 0), sbuf + off * es, cnt * es, {free});
+            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+            const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+            std::vector<const void *> srcs;
+            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
+            summed = s.reduce(dom, out, srcs, cnt, a.dtype, a.op, {ready, copied});
+        }
 
         // The extra rails take their copy of the node sum before this rank's own
         // rail starts folding remote data into it.

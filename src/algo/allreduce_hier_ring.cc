@@ -13,6 +13,7 @@
 //
 // Slices are split Lmax ways (Lmax = most ranks on any node); on a node with L
 // ranks, slice t belongs to local rank t % L, so uneven nodes line up on rails.
+// A rank alone on its node skips the slots and runs the rails on recvbuf.
 #include "algo/algo.h"
 
 namespace strata {
@@ -31,8 +32,8 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
     const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
 
-    std::vector<std::vector<int>> rails(static_cast<size_t>(lmax));
-    for (int t = 0; t < lmax; ++t) rails[t] = l.rail(t);
+    std::vector<std::vector<int>> rails_of(static_cast<size_t>(lmax));
+    for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
     char *tmp = team.scratch(size_t(Team::kStages) * seg_elems * es);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
@@ -44,6 +45,21 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
         char *tmp_g = tmp + (g % Team::kStages) * seg_elems * es;
 
         const StepId free = team.stage_free(s, g);
+        if (L == 1) {
+            // Alone on the node: no shared slots; the rails work on the result in place.
+            const StepId copied = s.copy(dom, rbuf + off * es, sbuf + off * es, cnt * es, {free});
+            std::vector<StepId> rails{copied};
+            for (int t = 0; t < lmax; ++t) {
+                const Split sp = split(cnt, size_t(lmax), size_t(t));
+                rails.push_back(rail_allreduce_ring(s, team, rails_of[t], node,
+                                                    rbuf + (off + sp.offset) * es,
+                                                    tmp_g + sp.offset * es, sp.length, a.dtype,
+                                                    a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
+                                                    {copied}));
+            }
+            s.signal(team.flag(j, kFlagDone), g + 1, rails);
+            continue;
+        }
         const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
         s.signal(team.flag(j, kFlagReady), g + 1, {copied});
         const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
@@ -55,7 +71,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
             for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0) + sp.offset * es);
             const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op,
                                         {ready, copied});
-            mine.push_back(rail_allreduce_ring(s, team, rails[t], node, res + sp.offset * es,
+            mine.push_back(rail_allreduce_ring(s, team, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
         }
