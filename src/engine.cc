@@ -7,9 +7,6 @@
 namespace strata {
 
 namespace {
-// How far past the oldest unfinished step the engine looks for startable work:
-// enough for a few pipeline segments in flight, bounded so long schedules stay cheap.
-constexpr size_t kWindow = 512;
 // Passes without progress before the engine yields the CPU to other ranks.
 constexpr int kSpinsBeforeYield = 8;
 // After this long without progress the engine says what it is waiting for, once.
@@ -22,14 +19,14 @@ double now_seconds() {
 }
 }  // namespace
 
-void Schedule::report_stall(size_t first) const {
+void Schedule::report_stall(const std::vector<StepId> &active) const {
     static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait"};
     log(0, "no progress for %.0f s; waiting on (first unfinished of %zu steps):", kStallReportSeconds,
         steps_.size());
     int shown = 0;
-    for (size_t i = first; i < steps_.size() && shown < 6; ++i) {
+    for (size_t a = 0; a < active.size() && shown < 6; ++a) {
+        const size_t i = active[a];
         const Step &s = steps_[i];
-        if (s.state == State::Done || !ready(s)) continue;
         ++shown;
         if (s.kind == Kind::Wait) {
             log(0, "  step %zu: wait flag %p for %llu, holds %llu", i, static_cast<void *>(s.flag),
@@ -140,12 +137,6 @@ StepId Schedule::join(const Deps &deps) {
     return add(s, deps);
 }
 
-bool Schedule::ready(const Step &s) const {
-    for (uint32_t i = 0; i < s.dep_count; ++i) {
-        if (steps_[deps_[s.dep_begin + i]].state != State::Done) return false;
-    }
-    return true;
-}
 
 // Starts or polls one step whose dependencies are complete.
 Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
@@ -208,20 +199,47 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
     return STRATA_OK;
 }
 
+// Dependency counting: a step joins the active list when its last dependency
+// completes, and only active steps are polled. Nothing limits how far ahead a
+// step may start, so no schedule can deadlock on the engine's own bookkeeping.
 Status Schedule::run(const strata_transport_t &tp) {
-    size_t first = 0;  // every step before this one is done
+    const size_t n = steps_.size();
+    std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
+    for (size_t i = 0; i < n; ++i) {
+        pending[i] = steps_[i].dep_count;
+        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) ++first_dependent[deps_[steps_[i].dep_begin + d] + 1];
+    }
+    for (size_t i = 0; i < n; ++i) first_dependent[i + 1] += first_dependent[i];
+    {
+        std::vector<uint32_t> fill(first_dependent.begin(), first_dependent.end() - 1);
+        for (size_t i = 0; i < n; ++i)
+            for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
+                dependents[fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
+    }
+    std::vector<StepId> active, next;
+    for (size_t i = 0; i < n; ++i)
+        if (pending[i] == 0) active.push_back(static_cast<StepId>(i));
+
+    size_t done = 0;
     int idle = 0;
     double last_progress = 0;
     bool reported = false;
-    while (first < steps_.size()) {
+    while (done < n) {
         bool moved = false;
-        const size_t end = steps_.size() - first > kWindow ? first + kWindow : steps_.size();
-        for (size_t i = first; i < end; ++i) {
-            Step &s = steps_[i];
-            if (s.state == State::Done || !ready(s)) continue;
+        next.clear();
+        // active grows while we walk it: steps released now start in this pass.
+        for (size_t a = 0; a < active.size(); ++a) {
+            Step &s = steps_[active[a]];
             STRATA_CHECK(advance(s, tp, &moved));
+            if (s.state != State::Done) {
+                next.push_back(active[a]);
+                continue;
+            }
+            ++done;
+            for (uint32_t k = first_dependent[active[a]]; k < first_dependent[active[a] + 1]; ++k)
+                if (--pending[dependents[k]] == 0) active.push_back(dependents[k]);
         }
-        while (first < steps_.size() && steps_[first].state == State::Done) ++first;
+        active.swap(next);
         if (moved) {
             idle = 0;
             last_progress = 0;
@@ -232,7 +250,7 @@ Status Schedule::run(const strata_transport_t &tp) {
             if (last_progress == 0) {
                 last_progress = t;
             } else if (!reported && t - last_progress > kStallReportSeconds) {
-                report_stall(first);
+                report_stall(active);
                 reported = true;
             }
         }

@@ -77,9 +77,8 @@ private:
         Ticket ticket;
     };
     StepId add(Step s, const Deps &deps);
-    bool ready(const Step &s) const;
     Status advance(Step &s, const strata_transport_t &tp, bool *moved);
-    void report_stall(size_t first) const;
+    void report_stall(const std::vector<StepId> &active) const;
 
     std::vector<Step> steps_;
     std::vector<StepId> deps_;

@@ -1,21 +1,23 @@
 /*
  * coll_strata_alltoall.c - MPI_Alltoall and MPI_Alltoallv entry points.
  *
- * Alltoall moves bytes: any gap-free datatype qualifies. Alltoallv has no strata
- * algorithm: it is overridden only so that device buffers can be staged later.
+ * Both move bytes: any gap-free datatype qualifies (for alltoallv one whose extent
+ * equals its size, so counts and displacements convert to bytes). Alltoall is the
+ * uniform case of alltoallv in the core.
  */
 #include "coll_strata.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "ompi/datatype/ompi_datatype.h"
 
-/* The core call; one line to enable when strata_alltoall lands (issue 3). */
+/* The core call (src/algo/alltoall*.cc). */
 static strata_status_t alltoall_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
                                      size_t bytes_per_rank, const char **why)
 {
-    (void) m; (void) sbuf; (void) rbuf; (void) bytes_per_rank;
-    *why = mca_coll_strata_why_core_pending;   /* core algorithm lands with issue 3 */
-    return STRATA_FALLBACK;
-    /* return strata_alltoall(m->team, sbuf, rbuf, bytes_per_rank); */
+    (void) why;
+    return strata_alltoall(m->team, sbuf, rbuf, bytes_per_rank);
 }
 
 int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -51,20 +53,102 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
                             m->prev.alltoall_module);
 }
 
+/* The core logs each call under its core collective (reduce_scatter, alltoall); the
+ * MPI-level variant served through it gets its own verbose line, naming the algorithm
+ * that ran (found from the team's per-algorithm call counters). */
+static void log_variant(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
+                        size_t bytes, const uint64_t *before)
+{
+    char msg[160];
+    int a, n = strata_algorithm_count(coll);
+    const char *alg = "?";
+
+    if (mca_coll_strata_component.verbose < 2) {
+        return;
+    }
+    for (a = 0; a < n && a < 8; ++a) {
+        if (strata_team_calls(m->team, coll, a) != before[a]) {
+            alg = strata_algorithm_name(coll, a);
+        }
+    }
+    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
+             strata_coll_name(coll), alg);
+    mca_coll_strata_core_log(2, msg);
+}
+
+static void snapshot_calls(mca_coll_strata_module_t *m, strata_coll_t coll, uint64_t *before)
+{
+    int a;
+    for (a = 0; a < 8; ++a) {
+        before[a] = a < strata_algorithm_count(coll) ? strata_team_calls(m->team, coll, a) : 0;
+    }
+}
+
+/* Converts alltoallv's element counts and displacements to bytes and runs the core.
+ * Returns NULL when the call was served (*rc set), else why it was not. */
+static const char *alltoallv_core(mca_coll_strata_module_t *m, const void *sbuf, const int *scounts,
+                                  const int *sdisps, size_t ssize, void *rbuf, const int *rcounts,
+                                  const int *rdisps, size_t rsize, int *rc)
+{
+    int i, n = ompi_comm_size(m->comm), in_place = MPI_IN_PLACE == sbuf;
+    size_t *v = malloc(4 * (size_t) n * sizeof(size_t)), total = 0;
+    uint64_t before[8];
+    strata_status_t st;
+
+    if (NULL == v) {
+        return "out of memory for byte counts";
+    }
+    for (i = 0; i < n; ++i) {
+        v[i] = in_place ? 0 : (size_t) scounts[i] * ssize;
+        v[n + i] = in_place ? 0 : (size_t) sdisps[i] * ssize;
+        v[2 * n + i] = (size_t) rcounts[i] * rsize;
+        v[3 * n + i] = (size_t) rdisps[i] * rsize;
+        total += v[2 * n + i];
+    }
+    snapshot_calls(m, STRATA_COLL_ALLTOALL, before);
+    st = strata_alltoallv(m->team, in_place ? NULL : sbuf, in_place ? NULL : v,
+                          in_place ? NULL : v + n, rbuf, v + 2 * n, v + 3 * n);
+    free(v);
+    if (STRATA_FALLBACK == st) {
+        return mca_coll_strata_why_core_declined;
+    }
+    if (STRATA_OK == st) {
+        log_variant(m, STRATA_COLL_ALLTOALL, "alltoallv", total, before);
+    }
+    *rc = mca_coll_strata_status_to_mpi(st, m->comm, "alltoallv");
+    return NULL;
+}
+
 int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdisps,
                               struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
                               const int *rdisps, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
-    size_t size = 0, total = 0;
+    int in_place = MPI_IN_PLACE == sbuf, rc = MPI_SUCCESS;
+    size_t rsize = 0, ssize = 0, total = 0;
+    const char *why;
     int i;
 
-    ompi_datatype_type_size(rdtype, &size);
-    for (i = 0; i < ompi_comm_size(comm); ++i) {
-        total += (size_t) rcounts[i] * size;
+    /* One element gap-free with extent == size: every count and displacement is then
+     * a whole number of bytes. */
+    why = mca_coll_strata_check_bytes(rdtype, 1, &rsize);
+    if (NULL == why && !in_place) {
+        why = mca_coll_strata_check_bytes(sdtype, 1, &ssize);
     }
-    mca_coll_strata_log_fallback(comm, "alltoallv", total, mca_coll_strata_why_not_in_strata);
+    for (i = 0; i < ompi_comm_size(comm); ++i) {
+        total += (size_t) rcounts[i] * rsize;
+    }
+    if (NULL == why) {
+        why = mca_coll_strata_check_buffers(in_place ? NULL : sbuf, rbuf);
+    }
+    if (NULL == why) {
+        why = alltoallv_core(m, sbuf, scounts, sdisps, ssize, rbuf, rcounts, rdisps, rsize, &rc);
+        if (NULL == why) {
+            return rc;
+        }
+    }
+    mca_coll_strata_log_fallback(comm, "alltoallv", total, why);
     return m->prev.alltoallv(sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype, comm,
                              m->prev.alltoallv_module);
 }

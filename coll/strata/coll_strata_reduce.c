@@ -7,15 +7,13 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-/* The core call; one line to enable when strata_reduce lands (issue 3). */
+/* The core call (src/algo/reduce*.cc). */
 static strata_status_t reduce_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
                                    size_t count, strata_dtype_t dt, strata_op_t op, int root,
                                    const char **why)
 {
-    (void) m; (void) sbuf; (void) rbuf; (void) count; (void) dt; (void) op; (void) root;
-    *why = mca_coll_strata_why_core_pending;   /* core algorithm lands with issue 3 */
-    return STRATA_FALLBACK;
-    /* return strata_reduce(m->team, sbuf, rbuf, count, dt, op, root); */
+    (void) why;
+    return strata_reduce(m->team, sbuf, rbuf, count, dt, op, root);
 }
 
 int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

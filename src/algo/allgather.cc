@@ -1,11 +1,41 @@
-// src/algo/allgather.cc - the allgather algorithms and the rule that picks one.
+// src/algo/allgather.cc - the allgather(v) algorithms and the rule that picks one.
+//
+// Allgather is the uniform case of allgatherv: both arrive with per-rank byte
+// counts and displacements (CollArgs::counts/displs), so one implementation
+// serves both.
 #include "algo/algo.h"
 
 namespace strata {
 
-// No algorithm yet: every call falls back to the previous component.
+Status build_allgather_hier_ring(Team &team, const CollArgs &a);
+Status build_allgather_hier_direct(Team &team, const CollArgs &a);
+
+namespace {
+
+const Algorithm kAllgather[] = {
+    {"hier_ring",
+     "ring allgather on each rail of the blocks of one local index, forwarded segment by "
+     "segment, overlapped with the intra-node distribution through shared memory (large "
+     "messages)",
+     build_allgather_hier_ring},
+    {"hier_direct",
+     "every rank sends its block straight to its rail peer on every other node, then the "
+     "node shares everything through shared memory (small messages)",
+     build_allgather_hier_direct},
+};
+
+// The total is the same on every rank (a.count is only this rank's block).
+int choose_allgather(const Team &team, const CollArgs &a) {
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    return total <= team.config().small_msg_size ? 1 : 0;
+}
+
+}  // namespace
+
 const AlgorithmTable &allgather_table() {
-    static const AlgorithmTable t{nullptr, 0, nullptr};
+    static const AlgorithmTable t{kAllgather, int(sizeof kAllgather / sizeof kAllgather[0]),
+                                  choose_allgather};
     return t;
 }
 

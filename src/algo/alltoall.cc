@@ -1,11 +1,26 @@
-// src/algo/alltoall.cc - the alltoall algorithms and the rule that picks one.
+// src/algo/alltoall.cc - the alltoall(v) algorithms and the rule that picks one.
 #include "algo/algo.h"
 
 namespace strata {
 
-// No algorithm yet: every call falls back to the previous component.
+Status build_alltoall_pairwise(Team &team, const CollArgs &a);
+
+namespace {
+
+const Algorithm kAlltoall[] = {
+    {"pairwise",
+     "direct point-to-point exchange with every rank, peers visited in node-shifted "
+     "order (in place: input staged through scratch first)",
+     build_alltoall_pairwise},
+};
+
+int choose_alltoall(const Team &, const CollArgs &) { return 0; }
+
+}  // namespace
+
 const AlgorithmTable &alltoall_table() {
-    static const AlgorithmTable t{nullptr, 0, nullptr};
+    static const AlgorithmTable t{kAlltoall, int(sizeof kAlltoall / sizeof kAlltoall[0]),
+                                  choose_alltoall};
     return t;
 }
 

@@ -3,9 +3,30 @@
 
 namespace strata {
 
-// No algorithm yet: every call falls back to the previous component.
+Status build_bcast_hier_chain(Team &team, const CollArgs &a);
+Status build_bcast_hier_tree(Team &team, const CollArgs &a);
+
+namespace {
+
+const Algorithm kBcast[] = {
+    {"hier_chain",
+     "root's node through shared memory, a pipelined chain of the nodes on the root's rail, "
+     "then each node through shared memory; all stages overlap by segment (large messages)",
+     build_bcast_hier_chain},
+    {"hier_tree",
+     "as hier_chain, but the nodes form a binomial tree on the root's rail (small messages, "
+     "many nodes)",
+     build_bcast_hier_tree},
+};
+
+int choose_bcast(const Team &team, const CollArgs &a) {
+    return a.count <= team.config().small_msg_size ? 1 : 0;
+}
+
+}  // namespace
+
 const AlgorithmTable &bcast_table() {
-    static const AlgorithmTable t{nullptr, 0, nullptr};
+    static const AlgorithmTable t{kBcast, int(sizeof kBcast / sizeof kBcast[0]), choose_bcast};
     return t;
 }
 

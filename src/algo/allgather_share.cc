@@ -1,0 +1,107 @@
+// src/algo/allgather_share.cc - the intra-node phase both allgather algorithms share.
+//
+// After (or while) the inter-node phase lands remote blocks in this rank's
+// receive buffer, each local rank publishes a "stream" to its node peers: its own
+// block, then every remote block it received, in a fixed order that every rank
+// of the node can compute from the counts alone:
+//
+//   stream(i) on node m = for rails t = i, i+L, ... < Lmax: for nodes n in order:
+//                         the block of rank (n, t) when node n has a local rank t
+//
+// (rail t is served on node m by local rank t % L, and carries the blocks of
+// local rank t of every node, so every block lands on exactly one rank per node.)
+// The streams are cut into windows of one stage (both slots, 2 x segment bytes);
+// per segment: copy my window into my stage -> READY -> copy every peer's window
+// out of its stage into my buffer -> DONE.
+#include <algorithm>
+
+#include "algo/algo.h"
+
+namespace strata {
+
+namespace {
+
+// The ranks whose blocks local rank i of my node publishes, in stream order.
+std::vector<int> stream_of(const Layout &l, int i) {
+    std::vector<int> out;
+    const int L = l.my_local_size(), lmax = l.max_local_size();
+    for (int t = i; t < lmax; t += L)
+        for (int n = 0; n < l.nnodes(); ++n)
+            if (t < l.local_size(n)) out.push_back(l.rank_at(n, t));
+    return out;
+}
+
+}  // namespace
+
+// arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
+// bytes of it (empty: already there, or this rank's own block, read from sendbuf).
+Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+                       size_t chunk) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const int L = l.my_local_size(), j = l.my_local();
+    if (L == 1) return STRATA_OK;  // nobody to share with; no stage used
+    const size_t window = 2 * team.segment_bytes();  // both slots of a stage are contiguous
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+
+    std::vector<std::vector<int>> streams(static_cast<size_t>(L));
+    uint64_t nseg = 0;
+    for (int i = 0; i < L; ++i) {
+        streams[i] = stream_of(l, i);
+        size_t len = 0;
+        for (int r : streams[i]) len += a.counts[r];
+        nseg = std::max<uint64_t>(nseg, div_up(len, window));
+    }
+    const uint64_t first = team.take_segments(nseg);
+
+    // Calls fn(rank, offset in its block, length, offset in the window) for every
+    // piece of stream i that falls in window k.
+    auto pieces = [&](int i, uint64_t k, auto &&fn) {
+        const size_t lo = k * window, hi = lo + window;
+        size_t pos = 0;
+        for (int r : streams[i]) {
+            const size_t b = pos, e = pos + a.counts[r];
+            pos = e;
+            if (e <= lo || e == b) continue;
+            if (b >= hi) break;
+            const size_t from = std::max(b, lo), to = std::min(e, hi);
+            fn(r, from - b, to - from, from - lo);
+        }
+    };
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        // Publish my window once its blocks have arrived and the stage is free.
+        const StepId free = team.stage_free(s, g);
+        std::vector<StepId> ins{free};
+        char *mine = team.slot(j, g, 0);
+        pieces(j, k, [&](int r, size_t off, size_t len, size_t at) {
+            Deps d{free};
+            const std::vector<StepId> &arr = arrived[size_t(r)];
+            if (!arr.empty())
+                for (size_t c = off / chunk; c <= (off + len - 1) / chunk && c < arr.size(); ++c)
+                    d.add(arr[c]);
+            const char *src = r == team.rank() ? sbuf + off : rbuf + a.displs[r] + off;
+            ins.push_back(s.copy(dom, mine + at, src, len, d));
+        });
+        const StepId ready = s.signal(team.flag(j, kFlagReady), g + 1, ins);
+
+        // Take every peer's window.
+        std::vector<StepId> outs{ready};
+        for (int i = 0; i < L; ++i) {
+            if (i == j) continue;
+            const StepId w = s.wait(team.flag(i, kFlagReady), g + 1);
+            const char *theirs = team.slot(i, g, 0);
+            pieces(i, k, [&](int r, size_t off, size_t len, size_t at) {
+                outs.push_back(s.copy(dom, rbuf + a.displs[r] + off, theirs + at, len, {w}));
+            });
+            outs.push_back(w);
+        }
+        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

@@ -1,0 +1,79 @@
+// src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes.
+//
+// On every node one rank is the node root: the root itself on its node, elsewhere
+// local rank root_local % L(n), i.e. the root's rail. Per segment (one stage,
+// both slots, 2 x segment bytes):
+//
+//   node roots:  receive the segment from the parent node (not on the root's node)
+//                -> send it on to the child nodes
+//                -> copy it into my stage -> READY
+//   local peers: wait for the node root's READY -> copy the segment out
+//   everyone:    DONE
+//
+// Nodes are numbered from the root's node (v = (n - root_node) mod N); the chain
+// links v -> v + 1, the binomial tree v -> v + 2^k for 2^k below v's lowest set
+// bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
+#include "algo/algo.h"
+
+namespace strata {
+
+namespace {
+
+Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const int N = l.nnodes(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
+    const int root_node = l.node_of[a.root], nr = l.local_of[a.root] % L;
+    const size_t window = 2 * team.segment_bytes();
+    const uint64_t nseg = div_up(a.count, window);
+    const uint64_t first = team.take_segments(nseg);
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    char *buf = static_cast<char *>(a.recvbuf);
+
+    // Parent and children among the node roots (ranks on the root's rail).
+    const std::vector<int> rail = l.rail(l.local_of[a.root]);
+    auto rank_of = [&](int v) { return rail[size_t((v + root_node) % N)]; };
+    const int v = (m - root_node + N) % N;
+    int parent = -1;
+    std::vector<int> children;
+    if (chain) {
+        if (v > 0) parent = rank_of(v - 1);
+        if (v + 1 < N) children.push_back(rank_of(v + 1));
+    } else {
+        if (v > 0) parent = rank_of(v & (v - 1));
+        int top = 1;
+        while (top < N) top <<= 1;
+        // Largest subtree first: it has the longest way to go.
+        for (int mask = top >> 1; mask >= 1; mask >>= 1)
+            if ((v & (2 * mask - 1)) == 0 && v + mask < N) children.push_back(rank_of(v + mask));
+    }
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        const size_t off = k * window, len = std::min(window, a.count - off);
+        const int tag = team.tag(k);
+        if (j == nr) {
+            const StepId got = parent < 0 ? kNoStep : s.recv(buf + off, len, parent, tag);
+            for (int c : children) s.send(buf + off, len, c, tag, {got});
+            StepId ready = got;
+            if (L > 1) {
+                const StepId free = team.stage_free(s, g);
+                const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
+                ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
+            }
+            s.signal(team.flag(j, kFlagDone), g + 1, {ready});
+        } else {
+            const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
+            const StepId cp = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w});
+            s.signal(team.flag(j, kFlagDone), g + 1, {cp});
+        }
+    }
+    return STRATA_OK;
+}
+
+}  // namespace
+
+Status build_bcast_hier_chain(Team &team, const CollArgs &a) { return build_bcast_hier(team, a, true); }
+Status build_bcast_hier_tree(Team &team, const CollArgs &a) { return build_bcast_hier(team, a, false); }
+
+}  // namespace strata

@@ -1,0 +1,89 @@
+// src/algo/reduce_hier_tree.cc - hierarchical reduce to any root.
+//
+// The root has local index jr; on every node n the agent is local index jr % L(n),
+// i.e. the node's member of rail jr (on the root's node, the root itself).
+// Per pipeline segment g (stage g % 2):
+//
+//   node n:  r0  r1  r2          1. copy-in: every rank copies its segment into its slot,
+//            [in][in][in]           raises READY (non-agents are then done: DONE)
+//              \  |  /           2. the agent sums every local input into its result slot
+//              [agent]           3. binomial tree on rail jr, rooted at the root's node:
+//                 |                 receive children's sums into scratch, fold them in,
+//         ===rail jr (tree)===      send the partial sum to the parent
+//                 |              4. the root copies the final sum to recvbuf; DONE
+//               root
+//
+// Non-root ranks never touch recvbuf (it may be NULL).
+#include "algo/algo.h"
+
+namespace strata {
+
+Status build_reduce_hier_tree(Team &team, const CollArgs &a) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const size_t es = strata_dtype_size(a.dtype);
+    const size_t seg_elems = team.segment_bytes() / es ? team.segment_bytes() / es : 1;
+    const size_t seg_bytes = seg_elems * es;
+    const uint64_t nseg = div_up(a.count, seg_elems);
+    const uint64_t first = team.take_segments(nseg);
+    const int L = l.my_local_size(), j = l.my_local();
+    const int jr = l.local_of[size_t(a.root)], root_node = l.node_of[size_t(a.root)];
+    const bool agent = j == jr % L;
+    const bool is_root = team.rank() == a.root;
+    MemDomain &dom = team.domain_for(a.sendbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+
+    // The tree on the rail: v is the position relative to the root's node.
+    const std::vector<int> rail = l.rail(jr);
+    const int p = int(rail.size());
+    const int v = (l.my_node() - root_node + p) % p;
+    std::vector<int> children;  // positions (relative) this agent receives from, in order
+    int parent = -1;
+    for (int mask = 1; mask < p; mask <<= 1) {
+        if (v & mask) {
+            parent = v - mask;
+            break;
+        }
+        if (v + mask < p) children.push_back(v + mask);
+    }
+    auto member = [&](int rel) { return rail[size_t((rel + root_node) % p)]; };
+    const size_t nch = children.size() ? children.size() : 1;
+    char *tmp = agent ? team.scratch(size_t(Team::kStages) * nch * seg_bytes) : nullptr;
+    if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        const size_t off = k * seg_elems;
+        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+        char *in = team.slot(j, g, 0);
+
+        const StepId free = team.stage_free(s, g);
+        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
+        const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+        if (!agent) {  // the agent's DONE guards this slot from here on
+            s.signal(team.flag(j, kFlagDone), g + 1, {raised});
+            continue;
+        }
+        char *res = team.slot(j, g, 1);
+        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+        std::vector<const void *> srcs;
+        for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
+        StepId last = s.reduce(dom, res, srcs, cnt, a.dtype, a.op, {ready, copied});
+
+        // Fold in each child's partial sum (one tag per segment: the pair is unique).
+        const int tag = team.tag(k);
+        char *stage_tmp = tmp + (g % Team::kStages) * nch * seg_bytes;
+        for (size_t c = 0; c < children.size(); ++c) {
+            char *t = stage_tmp + c * seg_bytes;
+            const StepId r = s.recv(t, cnt * es, member(children[c]), tag, {free});
+            last = s.reduce(dom, res, {res, t}, cnt, a.dtype, a.op, {last, r});
+        }
+        if (parent >= 0) last = s.send(res, cnt * es, member(parent), tag, {last});
+        if (is_root) last = s.copy(dom, rbuf + off * es, res, cnt * es, {last});
+        s.signal(team.flag(j, kFlagDone), g + 1, {last});
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

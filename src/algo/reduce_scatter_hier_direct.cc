@@ -1,0 +1,145 @@
+// src/algo/reduce_scatter_hier_direct.cc - hierarchical reduce-scatter (and _block).
+//
+// The whole input (sum of counts elements) is cut into pipeline segments; each
+// segment into Lmax slices, slice t owned by local rank t % L on every node (so
+// uneven nodes line up on rail t). Per segment g (stage g % 2):
+//
+//   1. copy-in: every rank copies its input segment into its slot, raises READY
+//   2. intra-node reduce-scatter: the owner of slice t sums slice t of every local
+//      input into its result slot
+//   3. rail t, direct reduce-scatter: the owner sends each other node's member of
+//      rail t the parts of slice t that belong to that node's ranks, receives the
+//      other nodes' sums of the parts that belong to its own node's ranks, and folds
+//      them in; then raises SLICE
+//   4. copy-out: every rank copies the part of its range in this segment from the
+//      owners' result slots into recvbuf; DONE
+//
+// Only the destination node receives each element, so each rail moves (P-1)/P of
+// the slice once. Message tags: one per (segment, slice, destination's local index).
+// In place, the result lands at the start of recvbuf; it only ever overwrites input
+// of segments already copied in.
+#include "algo/algo.h"
+
+namespace strata {
+
+namespace {
+struct Range {
+    size_t lo, hi;  // elements [lo, hi)
+};
+Range meet(Range a, Range b) {
+    const size_t lo = a.lo > b.lo ? a.lo : b.lo, hi = a.hi < b.hi ? a.hi : b.hi;
+    return {lo, hi > lo ? hi : lo};
+}
+}  // namespace
+
+Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
+    Schedule &s = team.schedule();
+    const Layout &l = team.layout();
+    const size_t es = strata_dtype_size(a.dtype);
+    const size_t seg_elems = team.segment_bytes() / es ? team.segment_bytes() / es : 1;
+    const size_t seg_bytes = seg_elems * es;
+    const uint64_t nseg = div_up(a.count, seg_elems);
+    const uint64_t first = team.take_segments(nseg);
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    const int node = l.my_node(), nnodes = l.nnodes();
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+
+    // Every rank's range of the reduced vector.
+    std::vector<Range> range(size_t(team.size()));
+    size_t at = 0;
+    for (int r = 0; r < team.size(); ++r) {
+        range[size_t(r)] = {at, at + a.counts[r]};
+        at += a.counts[r];
+    }
+    const Range mine = range[size_t(team.rank())];
+    std::vector<std::vector<int>> rails(static_cast<size_t>(lmax));
+    for (int t = 0; t < lmax; ++t) rails[size_t(t)] = l.rail(t);
+
+    // Receive space: per stage, one segment-sized area per node (indexed like the slot).
+    char *tmp = team.scratch(size_t(Team::kStages) * size_t(nnodes) * seg_bytes);
+    if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
+
+    for (uint64_t k = 0; k < nseg; ++k) {
+        const uint64_t g = first + k;
+        const size_t off = k * seg_elems;
+        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+        const Range seg{off, off + cnt};
+        char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
+        char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * seg_bytes;
+        auto slice = [&](int t) {
+            const Split sp = split(cnt, size_t(lmax), size_t(t));
+            return Range{off + sp.offset, off + sp.offset + sp.length};
+        };
+
+        const StepId free = team.stage_free(s, g);
+        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
+        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+
+        std::vector<StepId> mine_done;
+        for (int t = j; t < lmax; t += L) {
+            const Range sl = slice(t);
+            if (sl.hi == sl.lo) continue;
+            const std::vector<int> &rail = rails[size_t(t)];
+            // 2. node sum of the slice.
+            std::vector<const void *> srcs;
+            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0) + (sl.lo - off) * es);
+            const StepId red = s.reduce(dom, res + (sl.lo - off) * es, srcs, sl.hi - sl.lo,
+                                        a.dtype, a.op, {ready, copied});
+            mine_done.push_back(red);
+            // 3. send every other node its ranks' parts of the slice.
+            for (int m = 0; m < nnodes; ++m) {
+                if (m == node) continue;
+                for (int r : l.members[size_t(m)]) {
+                    const Range part = meet(sl, range[size_t(r)]);
+                    if (part.hi == part.lo) continue;
+                    const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
+                                         uint64_t(l.local_of[size_t(r)]);
+                    mine_done.push_back(s.send(res + (part.lo - off) * es, (part.hi - part.lo) * es,
+                                               rail[size_t(m)], team.tag(sub), {red}));
+                }
+            }
+            // ... and fold in the other nodes' sums of my node's parts.
+            for (int r : l.members[size_t(node)]) {
+                const Range part = meet(sl, range[size_t(r)]);
+                if (part.hi == part.lo || nnodes == 1) continue;
+                const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
+                                     uint64_t(l.local_of[size_t(r)]);
+                const size_t o = (part.lo - off) * es;
+                std::vector<const void *> parts{res + o};
+                Deps got{red};
+                for (int m = 0; m < nnodes; ++m) {
+                    if (m == node) continue;
+                    char *t_m = stage_tmp + size_t(m) * seg_bytes + o;
+                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], team.tag(sub),
+                                   {free}));
+                    parts.push_back(t_m);
+                }
+                mine_done.push_back(
+                    s.reduce(dom, res + o, parts, part.hi - part.lo, a.dtype, a.op, got));
+            }
+        }
+        const StepId sliced = s.signal(team.flag(j, kFlagSlice), g + 1, mine_done);
+
+        // 4. copy-out of my range in this segment, slice by slice from its owner.
+        std::vector<StepId> outs{sliced};
+        const Range want = meet(seg, mine);
+        if (want.hi > want.lo) {
+            for (int t = 0; t < lmax; ++t) {
+                const Range part = meet(slice(t), want);
+                if (part.hi == part.lo) continue;
+                const int owner = t % L;
+                const StepId w = owner == j ? sliced : s.wait(team.flag(owner, kFlagSlice), g + 1);
+                outs.push_back(s.copy(dom, rbuf + (part.lo - mine.lo) * es,
+                                      team.slot(owner, g, 1) + (part.lo - off) * es,
+                                      (part.hi - part.lo) * es, {w}));
+            }
+        }
+        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata

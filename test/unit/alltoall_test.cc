@@ -1,0 +1,185 @@
+// test/unit/alltoall_test.cc - alltoall and alltoallv schedules, ranks as threads.
+//
+// Each layout runs one long sequence of calls on the same teams: uniform block sizes
+// (alltoall), per-pair sizes with zeros and displacements in reverse order with gaps
+// (alltoallv), every algorithm, in place and not; every byte is compared exactly.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "harness.h"
+#include "strata.h"
+
+namespace {
+
+struct Layout {
+    const char *name;
+    std::vector<int> keys;
+    int node_size;
+};
+
+std::vector<int> blocks(int nodes, int ppn) {
+    std::vector<int> k;
+    for (int n = 0; n < nodes; ++n)
+        for (int i = 0; i < ppn; ++i) k.push_back(n);
+    return k;
+}
+
+int count_strata_segments() {
+    int n = 0;
+    if (DIR *d = opendir("/dev/shm")) {
+        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
+        closedir(d);
+    }
+    return n;
+}
+
+struct Call {
+    size_t unit;  // bytes per block (uniform) or scale of the per-pair sizes
+    bool uniform;
+    int alg;
+    bool in_place;
+    int seq;      // varies the data from call to call
+};
+
+// Bytes from src to dst. Symmetric so that in place (send sizes == receive sizes) is legal.
+size_t pair_bytes(const Call &c, int src, int dst) {
+    if (c.uniform) return c.unit;
+    const size_t a = size_t(src < dst ? src : dst), b = size_t(src < dst ? dst : src);
+    return (a * 7 + b * 3 + size_t(c.seq)) % 4 == 0 ? 0 : (a * 13 + b * 5 + c.unit) % (2 * c.unit + 1);
+}
+
+unsigned char byte(const Call &c, int src, int dst, size_t i) {
+    return static_cast<unsigned char>(src * 31 + dst * 17 + int(i) * 7 + c.seq);
+}
+
+// Blocks laid out in reverse rank order with a 3-byte gap between them.
+std::vector<size_t> displs_for(const std::vector<size_t> &bytes, size_t *total) {
+    std::vector<size_t> d(bytes.size());
+    size_t at = 0;
+    for (size_t r = bytes.size(); r-- > 0;) {
+        d[r] = at;
+        at += bytes[r] + 3;
+    }
+    *total = at;
+    return d;
+}
+
+std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
+    std::vector<size_t> sb(static_cast<size_t>(size)), rb(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+        sb[size_t(r)] = pair_bytes(c, rank, r);
+        rb[size_t(r)] = pair_bytes(c, r, rank);
+    }
+    size_t stotal = 0, rtotal = 0;
+    const std::vector<size_t> sd = displs_for(sb, &stotal), rd = displs_for(rb, &rtotal);
+    std::vector<unsigned char> send(stotal, 0xee), recv(rtotal, 0xdd);
+    for (int r = 0; r < size; ++r)
+        for (size_t i = 0; i < sb[size_t(r)]; ++i) send[sd[size_t(r)] + i] = byte(c, rank, r, i);
+    if (c.in_place) recv = send;  // sb == rb and sd == rd here
+    strata_status_t st;
+    if (c.uniform) {
+        // Contiguous blocks in rank order, as MPI_Alltoall lays them out.
+        // (one spare byte: a zero-size call still passes a real buffer, as MPI programs do)
+        std::vector<unsigned char> s(c.unit * size_t(size) + 1), r(c.unit * size_t(size) + 1, 0xdd);
+        for (int p = 0; p < size; ++p)
+            for (size_t i = 0; i < c.unit; ++i) s[size_t(p) * c.unit + i] = byte(c, rank, p, i);
+        if (c.in_place) r = s;
+        st = strata_alltoall(team, c.in_place ? nullptr : s.data(), r.data(), c.unit);
+        if (st != STRATA_OK) return "status " + std::to_string(st);
+        for (int p = 0; p < size; ++p)
+            for (size_t i = 0; i < c.unit; ++i)
+                if (r[size_t(p) * c.unit + i] != byte(c, p, rank, i))
+                    return "from rank " + std::to_string(p) + " first wrong byte " + std::to_string(i);
+        return "";
+    }
+    st = strata_alltoallv(team, c.in_place ? nullptr : send.data(), sb.data(), sd.data(), recv.data(),
+                          rb.data(), rd.data());
+    if (st != STRATA_OK) return "status " + std::to_string(st);
+    for (int p = 0; p < size; ++p)
+        for (size_t i = 0; i < rb[size_t(p)]; ++i)
+            if (recv[rd[size_t(p)] + i] != byte(c, p, rank, i))
+                return "v: from rank " + std::to_string(p) + " first wrong byte " + std::to_string(i);
+    // The gaps are untouched.
+    for (int p = 0; p < size; ++p)
+        for (size_t i = 0; i < 3; ++i) {
+            const unsigned char expect = c.in_place ? 0xee : 0xdd;
+            if (recv[rd[size_t(p)] + rb[size_t(p)] + i] != expect) return "v: gap overwritten";
+        }
+    return "";
+}
+
+std::vector<Call> calls() {
+    std::vector<Call> out;
+    const size_t units[] = {0, 1, 7, 100, 3001, 9000};
+    int seq = 0;
+    for (size_t unit : units)
+        for (bool uniform : {true, false})
+            for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_ALLTOALL); ++alg)
+                for (bool in_place : {false, true}) out.push_back({unit, uniform, alg, in_place, seq++});
+    return out;
+}
+
+class AlltoallLayouts : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(AlltoallLayouts, ExactForEveryCall) {
+    const Layout &lay = GetParam();
+    const int size = int(lay.keys.size());
+    strata_test::ThreadJob job(size);
+    const std::vector<Call> cs = calls();
+    std::vector<std::string> errors(static_cast<size_t>(size));
+    const int before = count_strata_segments();
+    job.run([&](int rank) {
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.node_size = lay.node_size;
+        cfg.segment_size = 4096;
+        cfg.small_msg_size = 2048;
+        strata_transport_t tp = job.transport(rank);
+        std::vector<strata_team_t *> teams;
+        for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_ALLTOALL); ++alg) {
+            strata_config_t c = cfg;
+            c.algorithm[STRATA_COLL_ALLTOALL] = alg;
+            strata_team_t *team = nullptr;
+            if (strata_team_create(rank, size, lay.keys[size_t(rank)], &tp, &c, &team) != STRATA_OK)
+                errors[size_t(rank)] = "team create";
+            teams.push_back(team);
+        }
+        for (const Call &c : cs) {
+            if (!errors[size_t(rank)].empty()) break;
+            const std::string e = check_rank(teams[size_t(c.alg + 1)], rank, size, c);
+            if (e.empty()) continue;
+            errors[size_t(rank)] = std::string(c.uniform ? "alltoall" : "alltoallv") + " unit " +
+                                   std::to_string(c.unit) + " alg " + std::to_string(c.alg) +
+                                   (c.in_place ? " in place" : "") + ": " + e;
+            fprintf(stderr, "rank %d: %s\n", rank, errors[size_t(rank)].c_str());
+        }
+        for (strata_team_t *t : teams) strata_team_destroy(t);
+    });
+    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+    EXPECT_EQ(job.unreceived(), 0u);
+    EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, AlltoallLayouts,
+    ::testing::Values(Layout{"1x1", blocks(1, 1), 0}, Layout{"1x3", blocks(1, 3), 0},
+                      Layout{"1x4", blocks(1, 4), 0}, Layout{"2x1", blocks(2, 1), 0},
+                      Layout{"2x2", blocks(2, 2), 0}, Layout{"2x3", blocks(2, 3), 0},
+                      Layout{"3x2", blocks(3, 2), 0}, Layout{"4x1", blocks(4, 1), 0},
+                      Layout{"3x3", blocks(3, 3), 0}, Layout{"4x4", blocks(4, 4), 0},
+                      Layout{"virtual_5_by_2", blocks(1, 5), 2},
+                      Layout{"virtual_7_by_3", blocks(1, 7), 3},
+                      Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
+                      Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
+                      Layout{"uneven_1_1_2", {0, 1, 2, 2}, 0},
+                      Layout{"interleaved", {0, 1, 0, 1}, 0}),
+    [](const ::testing::TestParamInfo<Layout> &i) { return std::string(i.param.name); });
+
+}  // namespace
