@@ -16,6 +16,14 @@ static_assert((long)EVENT_INTERPROCESS == (long)CU_EVENT_INTERPROCESS, "cuda.h m
 static_assert((long)IPC_MEM_LAZY_ENABLE_PEER_ACCESS == (long)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, "cuda.h mismatch");
 static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "cuda.h mismatch");
 static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
+static_assert((long)ERROR_NO_DEVICE == (long)CUDA_ERROR_NO_DEVICE, "cuda.h mismatch");
+static_assert((long)ERROR_NOT_READY == (long)CUDA_ERROR_NOT_READY, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_MEMORY_TYPE == (long)CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_IS_MANAGED == (long)CU_POINTER_ATTRIBUTE_IS_MANAGED, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_DEVICE_ORDINAL == (long)CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "cuda.h mismatch");
+static_assert((long)MEMORYTYPE_HOST == (long)CU_MEMORYTYPE_HOST, "cuda.h mismatch");
+static_assert((long)MEMORYTYPE_DEVICE == (long)CU_MEMORYTYPE_DEVICE, "cuda.h mismatch");
+static_assert(sizeof(int) == sizeof(CUpointer_attribute), "cuda.h mismatch");
 static_assert(sizeof(CUipcMemHandle) == sizeof(::CUipcMemHandle), "cuda.h mismatch");
 static_assert(sizeof(CUipcEventHandle) == sizeof(::CUipcEventHandle), "cuda.h mismatch");
 }}}
@@ -70,7 +78,11 @@ bool Driver::load(std::string *why) {
               sym(h, "cuIpcGetEventHandle", &IpcGetEventHandle, why) &&
               sym(h, "cuIpcOpenEventHandle", &IpcOpenEventHandle, why) &&
               sym(h, "cuMemHostAlloc", &MemHostAlloc, why) && sym(h, "cuMemFreeHost", &MemFreeHost, why) &&
-              sym(h, "cuMemHostGetDevicePointer_v2", &MemHostGetDevicePointer, why);
+              sym(h, "cuMemHostGetDevicePointer_v2", &MemHostGetDevicePointer, why) &&
+              sym(h, "cuMemcpyAsync", &MemcpyAsync, why) && sym(h, "cuEventQuery", &EventQuery, why) &&
+              sym(h, "cuEventSynchronize", &EventSynchronize, why) &&
+              sym(h, "cuCtxGetCurrent", &CtxGetCurrent, why) &&
+              sym(h, "cuPointerGetAttributes", &PointerGetAttributes, why);
     if (ok) {
         std::string ignored;
         if (!sym(h, "cuStreamWaitValue32_v2", &StreamWaitValue32, &ignored))

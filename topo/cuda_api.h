@@ -38,6 +38,16 @@ enum : unsigned {
     MEMHOSTALLOC_DEVICEMAP = 0x2,
     STREAM_WAIT_VALUE_GEQ = 0x0,
 };
+// For the memory domain (src/mem): pointer attributes and their values.
+enum : int {
+    ERROR_NO_DEVICE = 100,
+    ERROR_NOT_READY = 600,
+    POINTER_ATTR_MEMORY_TYPE = 2,
+    POINTER_ATTR_IS_MANAGED = 8,
+    POINTER_ATTR_DEVICE_ORDINAL = 9,
+    MEMORYTYPE_HOST = 1,
+    MEMORYTYPE_DEVICE = 2,
+};
 
 // Function table. Names are the ABI symbols (the _v2 ones where cuda.h maps
 // the plain name onto them).
@@ -78,6 +88,12 @@ struct Driver {
     CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned) = nullptr;
     // Optional (stream memory operations): nullptr where the driver lacks it.
     CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, unsigned, unsigned) = nullptr;
+    // Memory domain (src/mem): queued copies, completion events, pointer kinds.
+    CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*EventQuery)(CUevent) = nullptr;
+    CUresult (*EventSynchronize)(CUevent) = nullptr;
+    CUresult (*CtxGetCurrent)(CUcontext *) = nullptr;
+    CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr) = nullptr;
 
     // dlopen + dlsym of everything. false with *why ("libcuda.so.1: not found",
     // "symbol cuX missing"). Does not call cuInit.

@@ -1,0 +1,37 @@
+// src/mem/classify.h - where a buffer lives: host, device, managed or pinned host.
+#ifndef STRATA_MEM_CLASSIFY_H
+#define STRATA_MEM_CLASSIFY_H
+
+#include <string>
+
+#include "mem/domain.h"
+
+namespace strata {
+
+namespace topo {
+namespace cu {
+struct Driver;
+}
+}  // namespace topo
+
+// The process's CUDA driver table (topo/cuda_api.h), loaded and cuInit'ed once,
+// shared by classify() and the CUDA domain; nullptr with *why when the node has no
+// driver or no GPU.
+const topo::cu::Driver *cuda_driver(std::string *why = nullptr);
+
+// One cuPointerGetAttributes call (the driver is loaded and initialised once, on the
+// first call, thread-safe). Works in builds without the CUDA toolkit too (the driver
+// is loaded at run time), so that such a build still sees device buffers and falls
+// back. Host when the node has no driver or no GPU (said once at verbose level 1), or when the driver does not
+// know the pointer (ordinary malloc'd or stack memory). *device, when given, gets the
+// ordinal of the GPU that owns Device/Managed/PinnedHost memory, else -1.
+MemKind classify(const void *ptr, int *device = nullptr);
+
+// true once the driver loaded and cuInit found a GPU (triggers that first use).
+bool cuda_available();
+
+const char *mem_kind_name(MemKind k);
+
+}  // namespace strata
+
+#endif

@@ -1,0 +1,30 @@
+/* strata_device.h - C view of the core's device support, for the Open MPI glue.
+ *
+ * Kept out of strata.h (the core's C API) so that the glue can ask about a buffer
+ * without a team. Implemented in src/mem/classify.cc.
+ */
+#ifndef STRATA_DEVICE_H
+#define STRATA_DEVICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* strata_buffer_kind's values (the same order as strata::MemKind). */
+typedef enum strata_mem_kind {
+    STRATA_MEM_HOST = 0,        /* pageable host memory, or unknown to the driver */
+    STRATA_MEM_DEVICE = 1,      /* cuMemAlloc / cudaMalloc */
+    STRATA_MEM_MANAGED = 2,     /* cuMemAllocManaged / cudaMallocManaged */
+    STRATA_MEM_PINNED_HOST = 3  /* cuMemHostAlloc / cudaHostAlloc / registered host memory */
+} strata_mem_kind_t;
+
+/* The kind of memory ptr points to (a strata_mem_kind_t). Cheap (one driver call);
+ * STRATA_MEM_HOST on nodes without a CUDA driver or GPU and in builds without CUDA.
+ * Thread-safe. */
+int strata_buffer_kind(const void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
