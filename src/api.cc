@@ -166,8 +166,12 @@ strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const
                                  const size_t *sdispls, void *recvbuf, const size_t *rbytes,
                                  const size_t *rdispls) {
     STRATA_CHECK(check_team(team));
-    if (!recvbuf || !rbytes || !rdispls) return STRATA_ERR_ARG;
+    if (!rbytes || !rdispls) return STRATA_ERR_ARG;
     if (sendbuf && (!sbytes || !sdispls)) return STRATA_ERR_ARG;
+    // A NULL recvbuf is legal when this rank receives nothing.
+    const Team &t = *static_cast<Team *>(team);
+    for (int r = 0; r < t.size() && !recvbuf; ++r)
+        if (rbytes[r] > 0) return STRATA_ERR_ARG;
     CollArgs a;
     a.in_place = sendbuf == nullptr;
     a.sendbuf = a.in_place ? recvbuf : sendbuf;

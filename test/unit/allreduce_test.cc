@@ -14,23 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "coll_fixture.h"
 #include "harness.h"
 #include "strata.h"
 
 namespace {
 
-struct Layout {
-    const char *name;
-    std::vector<int> keys;  // node key per rank
-    int node_size;          // virtual nodes
-};
-
-std::vector<int> blocks(int nodes, int ppn) {
-    std::vector<int> k;
-    for (int n = 0; n < nodes; ++n)
-        for (int i = 0; i < ppn; ++i) k.push_back(n);
-    return k;
-}
+using strata_test::Layout;
+using strata_test::blocks;
+using strata_test::count_strata_segments;
+using strata_test::fold;
+using strata_test::value;
 
 struct Call {
     size_t count;
@@ -42,24 +36,6 @@ struct Call {
 
 // Small integers: any reduction order is exact. Values depend on rank and index.
 template <class T>
-T value(int rank, size_t i, strata_op_t op) {
-    if (op == STRATA_OP_PROD) return T((rank + i) % 3 == 0 ? 2 : 1);
-    if (op == STRATA_OP_BXOR) return T((size_t(rank) * 2654435761u + i * 40503u) & 0x7f);
-    return T(int((size_t(rank) * 7 + i * 3) % 11) - (std::is_signed<T>::value ? 5 : 0));
-}
-
-template <class T>
-T fold(T a, T b, strata_op_t op) {
-    switch (op) {
-        case STRATA_OP_SUM: return T(a + b);
-        case STRATA_OP_PROD: return T(a * b);
-        case STRATA_OP_MAX: return a > b ? a : b;
-        case STRATA_OP_MIN: return a < b ? a : b;
-        default: return T(int64_t(a) ^ int64_t(b));
-    }
-}
-
-template <class T>
 std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     std::vector<T> send(c.count), recv(c.count, T(-99));
     for (size_t i = 0; i < c.count; ++i) send[i] = value<T>(rank, i, c.op);
@@ -68,8 +44,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
                                                 c.count, c.dtype, c.op);
     if (st != STRATA_OK) return "status " + std::to_string(st);
     for (size_t i = 0; i < c.count; ++i) {
-        T expect = value<T>(0, i, c.op);
-        for (int r = 1; r < size; ++r) expect = fold(expect, value<T>(r, i, c.op), c.op);
+        const T expect = strata_test::expected<T>(size, i, c.op);
         if (memcmp(&expect, &recv[i], sizeof(T)) != 0)
             return "first wrong index " + std::to_string(i) + " of " + std::to_string(c.count);
     }
@@ -77,14 +52,9 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
 }
 
 std::string run_call(strata_team_t *team, int rank, int size, const Call &c) {
-    switch (c.dtype) {
-        case STRATA_INT32: return check_rank<int32_t>(team, rank, size, c);
-        case STRATA_DOUBLE: return check_rank<double>(team, rank, size, c);
-        case STRATA_FLOAT: return check_rank<float>(team, rank, size, c);
-        case STRATA_UINT8: return check_rank<uint8_t>(team, rank, size, c);
-        case STRATA_INT64: return check_rank<int64_t>(team, rank, size, c);
-        default: return "type not in this test";
-    }
+    return strata_test::with_type(c.dtype, [&](auto *p) {
+        return check_rank<std::remove_pointer_t<decltype(p)>>(team, rank, size, c);
+    });
 }
 
 std::vector<Call> calls() {
@@ -95,28 +65,15 @@ std::vector<Call> calls() {
         for (int alg : {STRATA_ALG_AUTO, 0, 1}) {
             for (bool in_place : {false, true}) {
                 // Rotate types and ops so that every combination meets many counts.
-                static const strata_dtype_t types[] = {STRATA_INT32, STRATA_DOUBLE, STRATA_FLOAT,
-                                                       STRATA_UINT8, STRATA_INT64};
-                static const strata_op_t opsv[] = {STRATA_OP_SUM, STRATA_OP_MAX, STRATA_OP_MIN,
-                                                   STRATA_OP_PROD, STRATA_OP_BXOR};
-                strata_dtype_t dt = types[n % 5];
-                strata_op_t op = opsv[(n / 5 + n) % 5];
-                if ((op == STRATA_OP_BXOR) && (dt == STRATA_DOUBLE || dt == STRATA_FLOAT)) op = STRATA_OP_SUM;
+                const strata_test::TypeOp to = strata_test::rotate_type_op(n);
+                const strata_dtype_t dt = to.dtype;
+                const strata_op_t op = to.op;
                 out.push_back({count, alg, in_place, dt, op});
                 ++n;
             }
         }
     }
     return out;
-}
-
-int count_strata_segments() {
-    int n = 0;
-    if (DIR *d = opendir("/dev/shm")) {
-        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
-        closedir(d);
-    }
-    return n;
 }
 
 class AllreduceLayouts : public ::testing::TestWithParam<Layout> {};
@@ -134,27 +91,17 @@ TEST_P(AllreduceLayouts, ExactForEveryCall) {
         cfg.node_size = lay.node_size;
         cfg.segment_size = 4096;     // many pipeline segments even for small counts
         cfg.small_msg_size = 2048;
-        strata_transport_t tp = job.transport(rank);
-        // One team per setting of the algorithm variable (auto, then each by
-        // index): forcing goes through the same field the MCA variable fills.
-        std::vector<strata_team_t *> teams;
-        for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_ALLREDUCE); ++alg) {
-            strata_config_t c = cfg;
-            c.algorithm[STRATA_COLL_ALLREDUCE] = alg;
-            strata_team_t *team = nullptr;
-            if (strata_team_create(rank, size, lay.keys[rank], &tp, &c, &team) != STRATA_OK) {
-                errors[rank] = "team create";
-            }
-            teams.push_back(team);
-        }
+        std::vector<strata_team_t *> teams =
+            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_ALLREDUCE);
+        if (teams.empty()) errors[size_t(rank)] = "team create";
         for (const Call &c : cs) {
-            if (!errors[rank].empty()) break;
+            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
             const std::string e = run_call(teams[size_t(c.alg + 1)], rank, size, c);
-            if (!e.empty())
-                errors[rank] = std::string(strata_dtype_name(c.dtype)) + "/" + strata_op_name(c.op) +
-                               " count " + std::to_string(c.count) + " alg " + std::to_string(c.alg) +
-                               (c.in_place ? " in place" : "") + ": " + e;
-            if (!e.empty()) fprintf(stderr, "rank %d: %s\n", rank, errors[rank].c_str());
+            if (e.empty() || !errors[rank].empty()) continue;
+            errors[rank] = std::string(strata_dtype_name(c.dtype)) + "/" + strata_op_name(c.op) +
+                           " count " + std::to_string(c.count) + " alg " + std::to_string(c.alg) +
+                           (c.in_place ? " in place" : "") + ": " + e;
+            fprintf(stderr, "rank %d: %s\n", rank, errors[rank].c_str());
         }
         for (strata_team_t *t : teams) strata_team_destroy(t);
     });
@@ -165,16 +112,6 @@ TEST_P(AllreduceLayouts, ExactForEveryCall) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, AllreduceLayouts,
-    ::testing::Values(Layout{"1x1", blocks(1, 1), 0}, Layout{"1x2", blocks(1, 2), 0},
-                      Layout{"1x4", blocks(1, 4), 0}, Layout{"2x1", blocks(2, 1), 0},
-                      Layout{"2x2", blocks(2, 2), 0}, Layout{"2x3", blocks(2, 3), 0},
-                      Layout{"3x2", blocks(3, 2), 0}, Layout{"4x1", blocks(4, 1), 0},
-                      Layout{"3x3", blocks(3, 3), 0}, Layout{"4x4", blocks(4, 4), 0},
-                      Layout{"virtual_5_by_2", blocks(1, 5), 2},
-                      Layout{"virtual_7_by_3", blocks(1, 7), 3},
-                      Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
-                      Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
-                      Layout{"interleaved", {0, 1, 0, 1}, 0}),
-    [](const ::testing::TestParamInfo<Layout> &i) { return std::string(i.param.name); });
+    ::testing::ValuesIn(strata_test::standard_layouts()), strata_test::layout_name);
 
 }  // namespace

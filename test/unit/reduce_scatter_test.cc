@@ -13,32 +13,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "coll_fixture.h"
 #include "harness.h"
 #include "strata.h"
 
 namespace {
 
-struct Layout {
-    const char *name;
-    std::vector<int> keys;
-    int node_size;
-};
-
-std::vector<int> blocks(int nodes, int ppn) {
-    std::vector<int> k;
-    for (int n = 0; n < nodes; ++n)
-        for (int i = 0; i < ppn; ++i) k.push_back(n);
-    return k;
-}
-
-int count_strata_segments() {
-    int n = 0;
-    if (DIR *d = opendir("/dev/shm")) {
-        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
-        closedir(d);
-    }
-    return n;
-}
+using strata_test::Layout;
+using strata_test::blocks;
+using strata_test::count_strata_segments;
+using strata_test::fold;
+using strata_test::value;
 
 enum class Shape { Block, Uneven, Sparse };  // Sparse: most ranks get nothing
 
@@ -61,24 +46,6 @@ std::vector<size_t> counts_for(const Call &c, int size) {
         }
     }
     return v;
-}
-
-template <class T>
-T value(int rank, size_t i, strata_op_t op) {
-    if (op == STRATA_OP_PROD) return T((rank + i) % 3 == 0 ? 2 : 1);
-    if (op == STRATA_OP_BXOR) return T((size_t(rank) * 2654435761u + i * 40503u) & 0x7f);
-    return T(int((size_t(rank) * 7 + i * 3) % 11) - (std::is_signed<T>::value ? 5 : 0));
-}
-
-template <class T>
-T fold(T a, T b, strata_op_t op) {
-    switch (op) {
-        case STRATA_OP_SUM: return T(a + b);
-        case STRATA_OP_PROD: return T(a * b);
-        case STRATA_OP_MAX: return a > b ? a : b;
-        case STRATA_OP_MIN: return a < b ? a : b;
-        default: return T(int64_t(a) ^ int64_t(b));
-    }
 }
 
 template <class T>
@@ -112,14 +79,9 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
 }
 
 std::string run_call(strata_team_t *team, int rank, int size, const Call &c) {
-    switch (c.dtype) {
-        case STRATA_INT32: return check_rank<int32_t>(team, rank, size, c);
-        case STRATA_DOUBLE: return check_rank<double>(team, rank, size, c);
-        case STRATA_FLOAT: return check_rank<float>(team, rank, size, c);
-        case STRATA_UINT8: return check_rank<uint8_t>(team, rank, size, c);
-        case STRATA_INT64: return check_rank<int64_t>(team, rank, size, c);
-        default: return "type not in this test";
-    }
+    return strata_test::with_type(c.dtype, [&](auto *p) {
+        return check_rank<std::remove_pointer_t<decltype(p)>>(team, rank, size, c);
+    });
 }
 
 std::vector<Call> calls() {
@@ -131,14 +93,9 @@ std::vector<Call> calls() {
             for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_REDUCE_SCATTER);
                  ++alg) {
                 for (bool in_place : {false, true}) {
-                    static const strata_dtype_t types[] = {STRATA_INT32, STRATA_DOUBLE, STRATA_FLOAT,
-                                                           STRATA_UINT8, STRATA_INT64};
-                    static const strata_op_t opsv[] = {STRATA_OP_SUM, STRATA_OP_MAX, STRATA_OP_MIN,
-                                                       STRATA_OP_PROD, STRATA_OP_BXOR};
-                    strata_dtype_t dt = types[n % 5];
-                    strata_op_t op = opsv[(n / 5 + n) % 5];
-                    if (op == STRATA_OP_BXOR && (dt == STRATA_DOUBLE || dt == STRATA_FLOAT))
-                        op = STRATA_OP_SUM;
+                    const strata_test::TypeOp to = strata_test::rotate_type_op(n);
+                    const strata_dtype_t dt = to.dtype;
+                    const strata_op_t op = to.op;
                     out.push_back({unit, shape, alg, in_place, dt, op});
                     ++n;
                 }
@@ -163,21 +120,13 @@ TEST_P(ReduceScatterLayouts, ExactForEveryCall) {
         cfg.node_size = lay.node_size;
         cfg.segment_size = 4096;
         cfg.small_msg_size = 2048;
-        strata_transport_t tp = job.transport(rank);
-        std::vector<strata_team_t *> teams;
-        for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_REDUCE_SCATTER);
-             ++alg) {
-            strata_config_t c = cfg;
-            c.algorithm[STRATA_COLL_REDUCE_SCATTER] = alg;
-            strata_team_t *team = nullptr;
-            if (strata_team_create(rank, size, lay.keys[size_t(rank)], &tp, &c, &team) != STRATA_OK)
-                errors[size_t(rank)] = "team create";
-            teams.push_back(team);
-        }
+        std::vector<strata_team_t *> teams =
+            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_REDUCE_SCATTER);
+        if (teams.empty()) errors[size_t(rank)] = "team create";
         for (const Call &c : cs) {
-            if (!errors[size_t(rank)].empty()) break;
+            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
             const std::string e = run_call(teams[size_t(c.alg + 1)], rank, size, c);
-            if (e.empty()) continue;
+            if (e.empty() || !errors[size_t(rank)].empty()) continue;
             errors[size_t(rank)] = std::string(strata_dtype_name(c.dtype)) + "/" +
                                    strata_op_name(c.op) + " unit " + std::to_string(c.unit) +
                                    " shape " + std::to_string(int(c.shape)) + " alg " +
@@ -193,17 +142,6 @@ TEST_P(ReduceScatterLayouts, ExactForEveryCall) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, ReduceScatterLayouts,
-    ::testing::Values(Layout{"1x1", blocks(1, 1), 0}, Layout{"1x3", blocks(1, 3), 0},
-                      Layout{"1x4", blocks(1, 4), 0}, Layout{"2x1", blocks(2, 1), 0},
-                      Layout{"2x2", blocks(2, 2), 0}, Layout{"2x3", blocks(2, 3), 0},
-                      Layout{"3x2", blocks(3, 2), 0}, Layout{"4x1", blocks(4, 1), 0},
-                      Layout{"3x3", blocks(3, 3), 0}, Layout{"4x4", blocks(4, 4), 0},
-                      Layout{"virtual_5_by_2", blocks(1, 5), 2},
-                      Layout{"virtual_7_by_3", blocks(1, 7), 3},
-                      Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
-                      Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
-                      Layout{"uneven_1_1_2", {0, 1, 2, 2}, 0},
-                      Layout{"interleaved", {0, 1, 0, 1}, 0}),
-    [](const ::testing::TestParamInfo<Layout> &i) { return std::string(i.param.name); });
+    ::testing::ValuesIn(strata_test::standard_layouts()), strata_test::layout_name);
 
 }  // namespace

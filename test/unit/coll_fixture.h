@@ -1,0 +1,142 @@
+// test/unit/coll_fixture.h - what every collective's schedule test shares:
+// the layouts, exact small-integer inputs and their reference fold, one team per
+// algorithm setting, and the /dev/shm check.
+#ifndef STRATA_TEST_COLL_FIXTURE_H
+#define STRATA_TEST_COLL_FIXTURE_H
+
+#include <dirent.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "strata.h"
+
+namespace strata_test {
+
+struct Layout {
+    const char *name;
+    std::vector<int> keys;  // node key per rank
+    int node_size;          // virtual nodes (0: real layout)
+};
+
+inline std::vector<int> blocks(int nodes, int ppn) {
+    std::vector<int> k;
+    for (int n = 0; n < nodes; ++n)
+        for (int i = 0; i < ppn; ++i) k.push_back(n);
+    return k;
+}
+
+// 1..4 nodes x 1..4 ranks, many single-rank nodes, virtual nodes, uneven nodes
+// (the rails take j % L on smaller nodes) and ranks interleaved over nodes.
+inline std::vector<Layout> standard_layouts() {
+    return {Layout{"1x1", blocks(1, 1), 0},       Layout{"1x2", blocks(1, 2), 0},
+            Layout{"1x3", blocks(1, 3), 0},       Layout{"1x4", blocks(1, 4), 0},
+            Layout{"2x1", blocks(2, 1), 0},       Layout{"2x2", blocks(2, 2), 0},
+            Layout{"2x3", blocks(2, 3), 0},       Layout{"3x2", blocks(3, 2), 0},
+            Layout{"4x1", blocks(4, 1), 0},       Layout{"3x3", blocks(3, 3), 0},
+            Layout{"4x4", blocks(4, 4), 0},       Layout{"5x1", blocks(5, 1), 0},
+            Layout{"virtual_5_by_2", blocks(1, 5), 2},
+            Layout{"virtual_7_by_3", blocks(1, 7), 3},
+            Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
+            Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
+            Layout{"uneven_1_1_2", {0, 1, 2, 2}, 0},
+            Layout{"uneven_4_1_2", {0, 0, 0, 0, 1, 2, 2}, 0},
+            Layout{"interleaved", {0, 1, 0, 1}, 0}};
+}
+
+inline std::string layout_name(const ::testing::TestParamInfo<Layout> &i) { return i.param.name; }
+
+inline int count_strata_segments() {
+    int n = 0;
+    if (DIR *d = opendir("/dev/shm")) {
+        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
+        closedir(d);
+    }
+    return n;
+}
+
+// Small integers: any reduction order gives the same exact result.
+template <class T>
+T value(int rank, size_t i, strata_op_t op) {
+    if (op == STRATA_OP_PROD) return T((size_t(rank) + i) % 3 == 0 ? 2 : 1);
+    if (op == STRATA_OP_BXOR) return T((size_t(rank) * 2654435761u + i * 40503u) & 0x7f);
+    return T(int((size_t(rank) * 7 + i * 3) % 11) - (std::is_signed<T>::value ? 5 : 0));
+}
+
+// The reference for the ops value() serves, computed plainly.
+template <class T>
+T fold(T a, T b, strata_op_t op) {
+    switch (op) {
+        case STRATA_OP_SUM: return T(a + b);
+        case STRATA_OP_PROD: return T(a * b);
+        case STRATA_OP_MAX: return a > b ? a : b;
+        case STRATA_OP_MIN: return a < b ? a : b;
+        default: return T(int64_t(a) ^ int64_t(b));
+    }
+}
+
+// Element i of the reduction over all ranks.
+template <class T>
+T expected(int size, size_t i, strata_op_t op) {
+    T e = value<T>(0, i, op);
+    for (int r = 1; r < size; ++r) e = fold(e, value<T>(r, i, op), op);
+    return e;
+}
+
+// The types and ops the schedule tests rotate through: call n gets pair n.
+struct TypeOp {
+    strata_dtype_t dtype;
+    strata_op_t op;
+};
+inline TypeOp rotate_type_op(int n) {
+    static const strata_dtype_t types[] = {STRATA_INT32, STRATA_DOUBLE, STRATA_FLOAT, STRATA_UINT8,
+                                           STRATA_INT64};
+    static const strata_op_t ops[] = {STRATA_OP_SUM, STRATA_OP_MAX, STRATA_OP_MIN, STRATA_OP_PROD,
+                                      STRATA_OP_BXOR};
+    TypeOp t{types[n % 5], ops[(n / 5 + n) % 5]};
+    if (t.op == STRATA_OP_BXOR && (t.dtype == STRATA_DOUBLE || t.dtype == STRATA_FLOAT))
+        t.op = STRATA_OP_SUM;
+    return t;
+}
+
+// Calls f(static_cast<T *>(nullptr)) for the C++ type of a rotated dtype.
+template <class F>
+std::string with_type(strata_dtype_t dtype, F &&f) {
+    switch (dtype) {
+        case STRATA_INT32: return f(static_cast<int32_t *>(nullptr));
+        case STRATA_DOUBLE: return f(static_cast<double *>(nullptr));
+        case STRATA_FLOAT: return f(static_cast<float *>(nullptr));
+        case STRATA_UINT8: return f(static_cast<uint8_t *>(nullptr));
+        case STRATA_INT64: return f(static_cast<int64_t *>(nullptr));
+        default: return "type not in this test";
+    }
+}
+
+// One team per setting of coll's algorithm variable: [0] auto, [1 + a] forced to
+// algorithm a. Forcing goes through the field the MCA variable fills. Empty on failure.
+inline std::vector<strata_team_t *> make_teams(ThreadJob &job, int rank, int key,
+                                               const strata_config_t &cfg, strata_coll_t coll) {
+    std::vector<strata_team_t *> teams;
+    strata_transport_t tp = job.transport(rank);
+    for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(coll); ++alg) {
+        strata_config_t c = cfg;
+        c.algorithm[coll] = alg;
+        strata_team_t *team = nullptr;
+        if (strata_team_create(rank, job.size(), key, &tp, &c, &team) != STRATA_OK) {
+            for (strata_team_t *t : teams) strata_team_destroy(t);
+            return {};
+        }
+        teams.push_back(team);
+    }
+    return teams;
+}
+
+}  // namespace strata_test
+
+#endif
