@@ -22,6 +22,15 @@ constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 size_t ctrl_bytes(int local_size) { return align_up(size_t(local_size) * kFlagCount * kLine, kPage); }
 }  // namespace
 
+// Setup failures are expected conditions (a full /dev/shm): they are reported
+// once by the team, with this text, rather than logged here.
+Status ShmChannel::setup_error(Status status, const char *what, int err) {
+    error_ = what;
+    if (err) error_ += std::string(": ") + strerror(err);
+    log(1, "%s", error_.c_str());
+    return status;
+}
+
 size_t ShmChannel::segment_bytes(int local_size, size_t region_bytes) {
     return ctrl_bytes(local_size) + size_t(local_size) * align_up(region_bytes, kPage);
 }
@@ -41,7 +50,7 @@ Status ShmChannel::map(int fd, size_t bytes) {
     void *p = nullptr;
     const int err = shm::map(fd, bytes, &p);
     close(fd);
-    if (err) return fail(STRATA_ERR_SYS, "shared memory mmap", err);
+    if (err) return setup_error(STRATA_ERR_SYS, "shared memory mmap", err);
     base_ = p;
     bytes_ = bytes;
     return STRATA_OK;
@@ -54,7 +63,8 @@ Status ShmChannel::create(const char *dir, int local_size, size_t region_bytes, 
     const size_t bytes = segment_bytes(local_size, region_bytes);
     int fd = -1;
     const int err = shm::create(bytes, name, &fd, dir);
-    if (err) return fail(STRATA_ERR_SYS, "shared memory segment create", err);
+    if (err) return setup_error(STRATA_ERR_SYS, (std::string("cannot create a shared memory segment of ") +
+                                                std::to_string(bytes) + " bytes in " + (dir && *dir ? dir : "/dev/shm")).c_str(), err);
     name_ = *name;
     Status s = map(fd, bytes);
     if (s != STRATA_OK) {
@@ -73,10 +83,10 @@ Status ShmChannel::attach(const char *dir, const std::string &name, int local_si
     int fd = -1;
     size_t actual = 0;
     const int err = shm::open(name, &fd, &actual, dir);
-    if (err) return fail(STRATA_ERR_SYS, "shared memory segment open", err);
+    if (err) return setup_error(STRATA_ERR_SYS, "cannot open the node's shared memory segment", err);
     if (actual != bytes) {
         close(fd);
-        return fail(STRATA_ERR_SYS, "shared memory segment has an unexpected size");
+        return setup_error(STRATA_ERR_SYS, "the node's shared memory segment has an unexpected size");
     }
     return map(fd, bytes);
 }
@@ -86,7 +96,7 @@ Status ShmChannel::make_private(size_t region_bytes) {
     region_bytes_ = align_up(region_bytes, kPage);
     const size_t bytes = segment_bytes(1, region_bytes);
     void *p = nullptr;
-    if (posix_memalign(&p, kPage, bytes) != 0) return fail(STRATA_ERR_NOMEM, "private region");
+    if (posix_memalign(&p, kPage, bytes) != 0) return setup_error(STRATA_ERR_NOMEM, "cannot allocate the private region", ENOMEM);
     memset(p, 0, ctrl_bytes(1));
     base_ = p;
     bytes_ = bytes;

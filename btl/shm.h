@@ -50,9 +50,13 @@ public:
     char *region(int local) const;
     size_t region_bytes() const { return region_bytes_; }
     int local_size() const { return local_size_; }
+    // Why the last create/attach/make_private failed ("" if none did).
+    const std::string &error() const { return error_; }
 
 private:
     Status map(int fd, size_t bytes);
+    Status setup_error(Status status, const char *what, int err = 0);
+    std::string error_;
     void *base_ = nullptr;
     size_t bytes_ = 0;
     bool is_private_ = false;

@@ -1,6 +1,7 @@
 // src/team.cc - team setup: layout, shared memory, agreement.
 #include "team.h"
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,17 +27,19 @@ Status Team::ensure_setup() {
     layout_ = make_layout(rank_, keys, cfg_.node_size);
 
     // Every rank takes part in the agreement, whatever happened locally, so that
-    // no rank runs strata while another falls back.
+    // no rank runs strata while another falls back. The agreed value is the lowest
+    // rank that hit a failure itself (INT_MAX: none), and that rank alone says why.
     const Status local = setup_shm();
-    int ok = local == STRATA_OK ? 1 : 0;
-    if (tp_.agree_min(tp_.ctx, &ok) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    const bool own_failure = local != STRATA_OK && !shm_.error().empty();
+    int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
+    if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
     shm_.unlink();  // every local peer has attached or given up by now
-    if (!ok) {
+    if (first_failed != INT_MAX) {
         setup_ = Setup::Off;
-        if (rank_ == 0 || local != STRATA_OK)
-            log(0, "shared-memory setup failed%s; this communicator falls back to the previous "
-                   "collective component",
-                local != STRATA_OK ? " on this rank" : " on another rank");
+        if (first_failed == rank_ || first_failed == size_ + rank_)
+            log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
+                   "the previous collective component",
+                rank_, shm_.error().empty() ? status_name(local) : shm_.error().c_str());
         return STRATA_FALLBACK;
     }
     setup_ = Setup::Ready;
