@@ -48,35 +48,6 @@ static const char *prepare_send(const void *sbuf, int scount, struct ompi_dataty
     return NULL;
 }
 
-/* The core logs allgatherv calls under "allgather" (its core collective); at verbose
- * >= 2 the MPI-level call gets its own line naming the algorithm that ran, found
- * from the team's per-algorithm call counters. */
-#define AG_MAX_ALGS 8
-static void snapshot_calls(mca_coll_strata_module_t *m, uint64_t *before)
-{
-    int a;
-    for (a = 0; a < AG_MAX_ALGS; ++a) {
-        before[a] = a < strata_algorithm_count(STRATA_COLL_ALLGATHER)
-                        ? strata_team_calls(m->team, STRATA_COLL_ALLGATHER, a) : 0;
-    }
-}
-
-static void log_allgatherv(mca_coll_strata_module_t *m, size_t bytes, const uint64_t *before)
-{
-    char msg[160];
-    const char *alg = "?";
-    int a;
-
-    for (a = 0; a < AG_MAX_ALGS && a < strata_algorithm_count(STRATA_COLL_ALLGATHER); ++a) {
-        if (strata_team_calls(m->team, STRATA_COLL_ALLGATHER, a) != before[a]) {
-            alg = strata_algorithm_name(STRATA_COLL_ALLGATHER, a);
-        }
-    }
-    snprintf(msg, sizeof msg, "allgatherv: %zu bytes, served by the allgather core, algorithm %s",
-             bytes, alg);
-    mca_coll_strata_core_log(2, msg);
-}
-
 int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -172,15 +143,15 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
                            rdtype, bytes[rank], &core_sbuf);
     }
     if (NULL == why) {
-        uint64_t before[AG_MAX_ALGS];
+        uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
         strata_status_t st;
         int verbose = mca_coll_strata_component.verbose >= 2;
         if (verbose) {
-            snapshot_calls(m, before);
+            mca_coll_strata_calls_snapshot(m, STRATA_COLL_ALLGATHER, before);
         }
         st = strata_allgatherv(m->team, core_sbuf, rbuf, bytes, displs);
         if (STRATA_OK == st && verbose) {
-            log_allgatherv(m, total, before);
+            mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, "allgatherv", total, before);
         }
         if (STRATA_FALLBACK != st) {
             rc = mca_coll_strata_status_to_mpi(st, comm, "allgatherv");

@@ -53,37 +53,6 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
                             m->prev.alltoall_module);
 }
 
-/* The core logs each call under its core collective (reduce_scatter, alltoall); the
- * MPI-level variant served through it gets its own verbose line, naming the algorithm
- * that ran (found from the team's per-algorithm call counters). */
-static void log_variant(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
-                        size_t bytes, const uint64_t *before)
-{
-    char msg[160];
-    int a, n = strata_algorithm_count(coll);
-    const char *alg = "?";
-
-    if (mca_coll_strata_component.verbose < 2) {
-        return;
-    }
-    for (a = 0; a < n && a < 8; ++a) {
-        if (strata_team_calls(m->team, coll, a) != before[a]) {
-            alg = strata_algorithm_name(coll, a);
-        }
-    }
-    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
-             strata_coll_name(coll), alg);
-    mca_coll_strata_core_log(2, msg);
-}
-
-static void snapshot_calls(mca_coll_strata_module_t *m, strata_coll_t coll, uint64_t *before)
-{
-    int a;
-    for (a = 0; a < 8; ++a) {
-        before[a] = a < strata_algorithm_count(coll) ? strata_team_calls(m->team, coll, a) : 0;
-    }
-}
-
 /* Converts alltoallv's element counts and displacements to bytes and runs the core.
  * Returns NULL when the call was served (*rc set), else why it was not. */
 static const char *alltoallv_core(mca_coll_strata_module_t *m, const void *sbuf, const int *scounts,
@@ -92,7 +61,7 @@ static const char *alltoallv_core(mca_coll_strata_module_t *m, const void *sbuf,
 {
     int i, n = ompi_comm_size(m->comm), in_place = MPI_IN_PLACE == sbuf;
     size_t *v = malloc(4 * (size_t) n * sizeof(size_t)), total = 0;
-    uint64_t before[8];
+    uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
     strata_status_t st;
 
     if (NULL == v) {
@@ -105,7 +74,7 @@ static const char *alltoallv_core(mca_coll_strata_module_t *m, const void *sbuf,
         v[3 * n + i] = (size_t) rdisps[i] * rsize;
         total += v[2 * n + i];
     }
-    snapshot_calls(m, STRATA_COLL_ALLTOALL, before);
+    mca_coll_strata_calls_snapshot(m, STRATA_COLL_ALLTOALL, before);
     st = strata_alltoallv(m->team, in_place ? NULL : sbuf, in_place ? NULL : v,
                           in_place ? NULL : v + n, rbuf, v + 2 * n, v + 3 * n);
     free(v);
@@ -113,7 +82,7 @@ static const char *alltoallv_core(mca_coll_strata_module_t *m, const void *sbuf,
         return mca_coll_strata_why_core_declined;
     }
     if (STRATA_OK == st) {
-        log_variant(m, STRATA_COLL_ALLTOALL, "alltoallv", total, before);
+        mca_coll_strata_log_variant(m, STRATA_COLL_ALLTOALL, "alltoallv", total, before);
     }
     *rc = mca_coll_strata_status_to_mpi(st, m->comm, "alltoallv");
     return NULL;

@@ -194,3 +194,32 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
                         (int) comm->c_contextid, ompi_comm_size(comm), node_key_of(comm));
     return OMPI_SUCCESS;
 }
+
+void mca_coll_strata_calls_snapshot(mca_coll_strata_module_t *m, strata_coll_t coll,
+                                    uint64_t *before)
+{
+    int a;
+    for (a = 0; a < MCA_COLL_STRATA_MAX_ALGS; ++a) {
+        before[a] = a < strata_algorithm_count(coll) ? strata_team_calls(m->team, coll, a) : 0;
+    }
+}
+
+void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
+                                 const char *name, size_t bytes, const uint64_t *before)
+{
+    char msg[160];
+    const char *alg = "?";
+    int a;
+
+    if (mca_coll_strata_component.verbose < 2) {
+        return;
+    }
+    for (a = 0; a < MCA_COLL_STRATA_MAX_ALGS && a < strata_algorithm_count(coll); ++a) {
+        if (strata_team_calls(m->team, coll, a) != before[a]) {
+            alg = strata_algorithm_name(coll, a);
+        }
+    }
+    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
+             strata_coll_name(coll), alg);
+    mca_coll_strata_core_log(2, msg);
+}

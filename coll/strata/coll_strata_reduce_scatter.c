@@ -21,37 +21,6 @@ static strata_status_t reduce_scatter_core(mca_coll_strata_module_t *m, const vo
     return strata_reduce_scatter(m->team, sbuf, rbuf, counts, dt, op);
 }
 
-/* The core logs each call under its core collective (reduce_scatter, alltoall); the
- * MPI-level variant served through it gets its own verbose line, naming the algorithm
- * that ran (found from the team's per-algorithm call counters). */
-static void log_variant(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
-                        size_t bytes, const uint64_t *before)
-{
-    char msg[160];
-    int a, n = strata_algorithm_count(coll);
-    const char *alg = "?";
-
-    if (mca_coll_strata_component.verbose < 2) {
-        return;
-    }
-    for (a = 0; a < n && a < 8; ++a) {
-        if (strata_team_calls(m->team, coll, a) != before[a]) {
-            alg = strata_algorithm_name(coll, a);
-        }
-    }
-    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
-             strata_coll_name(coll), alg);
-    mca_coll_strata_core_log(2, msg);
-}
-
-static void snapshot_calls(mca_coll_strata_module_t *m, strata_coll_t coll, uint64_t *before)
-{
-    int a;
-    for (a = 0; a < 8; ++a) {
-        before[a] = a < strata_algorithm_count(coll) ? strata_team_calls(m->team, coll, a) : 0;
-    }
-}
-
 /* Shared by both variants: m->rs_counts already holds the per-rank counts. */
 static const char *try_strata(mca_coll_strata_module_t *m, const char *name, const void *sbuf,
                               void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -59,7 +28,7 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
 {
     strata_dtype_t sdt;
     strata_op_t sop;
-    uint64_t before[8];
+    uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
     const char *why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
     if (NULL == why) {
         why = mca_coll_strata_check_buffers(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
@@ -69,11 +38,11 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     }
     if (NULL == why) {
         strata_status_t st;
-        snapshot_calls(m, STRATA_COLL_REDUCE_SCATTER, before);
+        mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
         st = reduce_scatter_core(m, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                   m->rs_counts, sdt, sop, &why);
         if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
-            log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * strata_dtype_size(sdt), before);
+            mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * strata_dtype_size(sdt), before);
         }
         if (STRATA_FALLBACK != st) {
             *rc = mca_coll_strata_status_to_mpi(st, m->comm, name);
