@@ -40,6 +40,8 @@ public:
     // slots of segment_bytes() each; segment g uses stage g % kStages.
     static constexpr int kStages = 2;
     size_t segment_bytes() const { return cfg_.segment_size; }
+    // Whole elements of es bytes per segment (at least one).
+    size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
     uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
     // Reserves n consecutive segment numbers for the call being built; the same

@@ -36,7 +36,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const size_t seg_elems = team.segment_bytes() / es ? team.segment_bytes() / es : 1;
+    const size_t seg_elems = team.segment_elems(es);
     const size_t seg_bytes = seg_elems * es;
     const uint64_t nseg = div_up(a.count, seg_elems);
     const uint64_t first = team.take_segments(nseg);
