@@ -15,7 +15,6 @@ constexpr uint64_t kSetupTagSub = 4095;
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {}
 
-Team::~Team() { free(scratch_); }
 
 Status Team::ensure_setup() {
     if (setup_ == Setup::Ready) return STRATA_OK;
@@ -100,16 +99,21 @@ StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
     return wait_all(s, kFlagDone, seg - kStages + 1, -1, deps);
 }
 
-char *Team::scratch(size_t bytes) {
-    if (bytes > scratch_bytes_) {
-        free(scratch_);
-        scratch_ = nullptr;
-        scratch_bytes_ = 0;
-        if (posix_memalign(reinterpret_cast<void **>(&scratch_), 64, bytes) != 0) return nullptr;
-        scratch_bytes_ = bytes;
+char *Team::Buffer::reserve(size_t n) {
+    if (n > bytes) {
+        free(ptr);
+        ptr = nullptr;
+        bytes = 0;
+        if (posix_memalign(reinterpret_cast<void **>(&ptr), 64, n) != 0) return nullptr;
+        bytes = n;
     }
-    return scratch_;
+    return ptr;
 }
+
+Team::Buffer::~Buffer() { free(ptr); }
+
+char *Team::scratch(size_t bytes) { return scratch_.reserve(bytes); }
+char *Team::staging(size_t bytes) { return staging_.reserve(bytes); }
 
 int Team::tag(uint64_t sub) const {
     return static_cast<int>(((call_seq_ % 16) << 12) | (sub % 4096));

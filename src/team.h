@@ -57,6 +57,9 @@ public:
 
     // Private scratch memory; the pointer stays valid until the next reserve.
     char *scratch(size_t bytes);
+    // A second private buffer, for an algorithm that composes another one (which
+    // takes scratch() for itself). Same lifetime rule.
+    char *staging(size_t bytes);
 
     // Tag for a message of the current call; sub identifies the message within it.
     int tag(uint64_t sub) const;
@@ -79,13 +82,18 @@ private:
     ShmChannel shm_;
     uint64_t call_seq_ = 0;
     uint64_t seg_seq_ = 0;
-    char *scratch_ = nullptr;
-    size_t scratch_bytes_ = 0;
+    struct Buffer {
+        char *ptr = nullptr;
+        size_t bytes = 0;
+        char *reserve(size_t n);
+        ~Buffer();
+    };
+    Buffer scratch_, staging_;
     Schedule sched_;
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
 
 public:
-    ~Team();
+    ~Team() = default;
     Team(const Team &) = delete;
     Team &operator=(const Team &) = delete;
 };

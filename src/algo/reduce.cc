@@ -4,17 +4,24 @@
 namespace strata {
 
 Status build_reduce_hier_tree(Team &team, const CollArgs &a);
+Status build_reduce_hier_chain(Team &team, const CollArgs &a);
 
 namespace {
 
 const Algorithm kReduce[] = {
     {"hier_tree",
      "one agent per node sums its node's input in shared memory, binomial tree on the "
-     "root's rail toward the root's node; pipelined by segment",
+     "root's rail toward the root's node; pipelined by segment (small messages)",
      build_reduce_hier_tree},
+    {"hier_chain",
+     "as hier_tree, but the node agents form a pipelined chain ending at the root's node, "
+     "so every link carries the data once and all links work at once (large messages)",
+     build_reduce_hier_chain},
 };
 
-int choose_reduce(const Team &, const CollArgs &) { return 0; }
+int choose_reduce(const Team &team, const CollArgs &a) {
+    return a.bytes() <= team.config().small_msg_size ? 0 : 1;
+}
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// src/algo/reduce_hier_tree.cc - hierarchical reduce to any root.
+// src/algo/reduce_hier_tree.cc - hierarchical reduce to any root, over a tree or a chain.
 //
 // The root has local index jr; on every node n the agent is local index jr % L(n),
 // i.e. the node's member of rail jr (on the root's node, the root itself).
@@ -13,12 +13,16 @@
 //                 |              4. the root copies the final sum to recvbuf; DONE
 //               root
 //
+// hier_tree: binomial tree of nodes, log2(P) hops (small messages).
+// hier_chain: the nodes form a chain ending at the root's node; segments flow
+// down it, so each link carries the data once and all links are busy at once
+// (large messages).
 // Non-root ranks never touch recvbuf (it may be NULL).
 #include "algo/algo.h"
 
 namespace strata {
 
-Status build_reduce_hier_tree(Team &team, const CollArgs &a) {
+static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
@@ -40,12 +44,17 @@ Status build_reduce_hier_tree(Team &team, const CollArgs &a) {
     const int v = (l.my_node() - root_node + p) % p;
     std::vector<int> children;  // positions (relative) this agent receives from, in order
     int parent = -1;
-    for (int mask = 1; mask < p; mask <<= 1) {
-        if (v & mask) {
-            parent = v - mask;
-            break;
+    if (chain) {
+        if (v > 0) parent = v - 1;
+        if (v + 1 < p) children.push_back(v + 1);
+    } else {
+        for (int mask = 1; mask < p; mask <<= 1) {
+            if (v & mask) {
+                parent = v - mask;
+                break;
+            }
+            if (v + mask < p) children.push_back(v + mask);
         }
-        if (v + mask < p) children.push_back(v + mask);
     }
     auto member = [&](int rel) { return rail[size_t((rel + root_node) % p)]; };
     const size_t nch = children.size() ? children.size() : 1;
@@ -85,5 +94,8 @@ Status build_reduce_hier_tree(Team &team, const CollArgs &a) {
     }
     return STRATA_OK;
 }
+
+Status build_reduce_hier_tree(Team &team, const CollArgs &a) { return build_reduce_hier(team, a, false); }
+Status build_reduce_hier_chain(Team &team, const CollArgs &a) { return build_reduce_hier(team, a, true); }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 namespace strata {
 
 Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a);
+Status build_reduce_scatter_hier_rd(Team &team, const CollArgs &a);
 
 namespace {
 
@@ -11,11 +12,18 @@ const Algorithm kReduceScatter[] = {
     {"hier_direct",
      "intra-node reduce-scatter in shared memory, direct reduce-scatter of each slice on "
      "its rail (each node receives only its ranks' ranges), intra-node copy-out; "
-     "pipelined by segment",
+     "pipelined by segment (large messages)",
      build_reduce_scatter_hier_direct},
+    {"hier_rd",
+     "allreduce of the whole vector with hier_rd (one shared-memory round, recursive "
+     "doubling on the rails), then each rank keeps its range (small messages)",
+     build_reduce_scatter_hier_rd},
 };
 
-int choose_reduce_scatter(const Team &, const CollArgs &) { return 0; }
+// The total count is the same on every rank, so the choice is too.
+int choose_reduce_scatter(const Team &team, const CollArgs &a) {
+    return a.bytes() <= team.config().small_msg_size ? 1 : 0;
+}
 
 }  // namespace
 
