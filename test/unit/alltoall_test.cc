@@ -7,12 +7,14 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "coll_fixture.h"
 #include "harness.h"
 #include "strata.h"
 
@@ -22,6 +24,7 @@ struct Layout {
     const char *name;
     std::vector<int> keys;
     int node_size;
+    size_t segment = 4096;  // small: blocks span several slots
 };
 
 std::vector<int> blocks(int nodes, int ppn) {
@@ -134,34 +137,48 @@ TEST_P(AlltoallLayouts, ExactForEveryCall) {
     strata_test::ThreadJob job(size);
     const std::vector<Call> cs = calls();
     std::vector<std::string> errors(static_cast<size_t>(size));
+    const int nalg = strata_algorithm_count(STRATA_COLL_ALLTOALL);
+    // ran[rank][team][alg]: calls each team ran with each algorithm.
+    std::vector<std::vector<std::vector<uint64_t>>> ran(
+        static_cast<size_t>(size), std::vector<std::vector<uint64_t>>(
+                                       size_t(nalg + 1), std::vector<uint64_t>(size_t(nalg), 0)));
     const int before = count_strata_segments();
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.node_size = lay.node_size;
-        cfg.segment_size = 4096;
+        cfg.segment_size = lay.segment;
         cfg.small_msg_size = 2048;
-        strata_transport_t tp = job.transport(rank);
-        std::vector<strata_team_t *> teams;
-        for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_ALLTOALL); ++alg) {
-            strata_config_t c = cfg;
-            c.algorithm[STRATA_COLL_ALLTOALL] = alg;
-            strata_team_t *team = nullptr;
-            if (strata_team_create(rank, size, lay.keys[size_t(rank)], &tp, &c, &team) != STRATA_OK)
-                errors[size_t(rank)] = "team create";
-            teams.push_back(team);
-        }
+        std::vector<strata_team_t *> teams =
+            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_ALLTOALL);
+        if (teams.empty()) errors[size_t(rank)] = "team create";
         for (const Call &c : cs) {
-            if (!errors[size_t(rank)].empty()) break;
+            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
             const std::string e = check_rank(teams[size_t(c.alg + 1)], rank, size, c);
-            if (e.empty()) continue;
+            if (e.empty() || !errors[size_t(rank)].empty()) continue;
             errors[size_t(rank)] = std::string(c.uniform ? "alltoall" : "alltoallv") + " unit " +
                                    std::to_string(c.unit) + " alg " + std::to_string(c.alg) +
                                    (c.in_place ? " in place" : "") + ": " + e;
             fprintf(stderr, "rank %d: %s\n", rank, errors[size_t(rank)].c_str());
         }
-        for (strata_team_t *t : teams) strata_team_destroy(t);
+        for (size_t i = 0; i < teams.size(); ++i) {
+            for (int alg = 0; alg < nalg && teams[i]; ++alg)
+                ran[size_t(rank)][i][size_t(alg)] = strata_team_calls(teams[i], STRATA_COLL_ALLTOALL, alg);
+            strata_team_destroy(teams[i]);
+        }
     });
+    // A forced algorithm ran every call of its team; the rule picked one algorithm
+    // for the layout (sizes are not agreed for alltoallv), the same on every rank.
+    for (int r = 0; r < size; ++r) {
+        for (int alg = 0; alg < nalg; ++alg)
+            for (int other = 0; other < nalg; ++other)
+                EXPECT_EQ(ran[size_t(r)][size_t(alg + 1)][size_t(other)] > 0, alg == other)
+                    << "rank " << r << " forced " << alg << " ran " << other;
+        EXPECT_EQ(ran[size_t(r)][0], ran[0][0]) << "rank " << r << ": rule disagrees";
+    }
+    const int expect_auto = 0;  // pairwise, whatever the layout (see choose_alltoall)
+    EXPECT_GT(ran[0][0][size_t(expect_auto)], 0u) << "rule did not pick "
+                                                  << strata_algorithm_name(STRATA_COLL_ALLTOALL, expect_auto);
     for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
     EXPECT_EQ(job.unreceived(), 0u);
     EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
@@ -179,7 +196,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
                       Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
                       Layout{"uneven_1_1_2", {0, 1, 2, 2}, 0},
-                      Layout{"interleaved", {0, 1, 0, 1}, 0}),
+                      Layout{"interleaved", {0, 1, 0, 1}, 0},
+                      Layout{"uneven_4_1_3", {0, 0, 0, 0, 1, 2, 2, 2}, 0},
+                      Layout{"uneven_2_5", {0, 0, 1, 1, 1, 1, 1}, 0},
+                      Layout{"interleaved_uneven", {0, 1, 2, 0, 1, 0, 2, 0}, 0},
+                      Layout{"3x3_tiny_slots", blocks(3, 3), 0, 64},
+                      Layout{"uneven_3_1_2_tiny_slots", {0, 0, 0, 1, 2, 2}, 0, 100}),
     [](const ::testing::TestParamInfo<Layout> &i) { return std::string(i.param.name); });
 
 }  // namespace
