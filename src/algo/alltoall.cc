@@ -6,6 +6,29 @@ namespace strata {
 Status build_alltoall_pairwise(Team &team, const CollArgs &a);
 Status build_alltoall_hier_agg(Team &team, const CollArgs &a);
 
+// In place: copies every outgoing block (all but this rank's own) into tmp, back
+// to back, and points from[] at the copies; otherwise copies the own block into
+// place. Returns the step the sends must follow (kNoStep when nothing is staged).
+StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
+                            std::vector<const char *> &from) {
+    const int p = team.size(), me = team.rank();
+    MemDomain &dom = team.domain_for(a.recvbuf);
+    for (int r = 0; r < p; ++r) from[size_t(r)] = static_cast<const char *>(a.sendbuf) + a.send_displs[r];
+    if (!a.in_place) {
+        s.copy(dom, static_cast<char *>(a.recvbuf) + a.displs[me], from[size_t(me)], a.counts[me]);
+        return kNoStep;
+    }
+    std::vector<StepId> copies;
+    size_t at = 0;
+    for (int r = 0; r < p; ++r) {
+        if (r == me || a.send_counts[r] == 0) continue;
+        copies.push_back(s.copy(dom, tmp + at, from[size_t(r)], a.send_counts[r]));
+        from[size_t(r)] = tmp + at;
+        at += a.send_counts[r];
+    }
+    return s.join(copies);
+}
+
 namespace {
 
 const Algorithm kAlltoall[] = {

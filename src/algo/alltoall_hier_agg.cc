@@ -34,13 +34,15 @@ struct Item {
 
 }  // namespace
 
+StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
+                            std::vector<const char *> &from);
+
 Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const int p = team.size(), me = team.rank();
     const int node = l.my_node(), j = l.my_local(), L = l.my_local_size(), nn = l.nnodes();
     MemDomain &dom = team.domain_for(a.recvbuf);
-    const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
     const int data_tag = team.tag(0), counts_tag = team.tag(1);
     const size_t S = team.segment_bytes();
@@ -118,22 +120,8 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
     char *out_buf = tmp + staged_bytes, *in_buf = out_buf + out_bytes;
 
     // 4. In place: stage every outgoing block; nothing writes recvbuf before that.
-    StepId staged = kNoStep;
     std::vector<const char *> from(P, nullptr);
-    for (int r = 0; r < p; ++r) from[size_t(r)] = sbuf + a.send_displs[r];
-    if (a.in_place) {
-        std::vector<StepId> copies;
-        size_t at = 0;
-        for (int r = 0; r < p; ++r) {
-            if (r == me || a.send_counts[r] == 0) continue;
-            copies.push_back(s.copy(dom, tmp + at, from[size_t(r)], a.send_counts[r]));
-            from[size_t(r)] = tmp + at;
-            at += a.send_counts[r];
-        }
-        staged = s.join(copies);
-    } else if (a.counts[me]) {
-        s.copy(dom, rbuf + a.displs[me], from[size_t(me)], a.counts[me]);
-    }
+    const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
 
     // Where a consumed item lands: recvbuf for a local destination, else the aggregate.
     std::vector<std::vector<StepId>> into_out(P);  // copies into each outgoing aggregate

@@ -10,34 +10,24 @@
 
 namespace strata {
 
+StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
+                            std::vector<const char *> &from);
+
 Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const int p = team.size(), me = team.rank();
-    MemDomain &dom = team.domain_for(a.recvbuf);
-    const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
     const int tag = team.tag(0);  // one message per ordered pair
 
-    StepId staged = kNoStep;
     std::vector<const char *> from(size_t(p), nullptr);  // where each outgoing block is read
-    for (int r = 0; r < p; ++r) from[size_t(r)] = sbuf + a.send_displs[r];
+    char *tmp = nullptr;
     if (a.in_place) {
         size_t total = 0;
         for (int r = 0; r < p; ++r) total += r == me ? 0 : a.send_counts[r];
-        char *tmp = total ? team.scratch(total) : nullptr;
+        tmp = total ? team.scratch(total) : nullptr;
         if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall scratch");
-        std::vector<StepId> copies;
-        size_t at = 0;
-        for (int r = 0; r < p; ++r) {
-            if (r == me || a.send_counts[r] == 0) continue;
-            copies.push_back(s.copy(dom, tmp + at, from[size_t(r)], a.send_counts[r]));
-            from[size_t(r)] = tmp + at;
-            at += a.send_counts[r];
-        }
-        staged = s.join(copies);
-    } else {
-        s.copy(dom, rbuf + a.displs[me], from[size_t(me)], a.counts[me]);
     }
+    const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
     for (int i = 1; i < p; ++i) {
         const int to = (me + i) % p, fr = (me - i + p) % p;
         s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
