@@ -99,44 +99,17 @@ std::vector<Call> calls() {
 class AllgatherLayouts : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(AllgatherLayouts, ExactForEveryCall) {
-    const Layout &lay = GetParam();
-    const int size = int(lay.keys.size());
+    const int size = int(GetParam().keys.size());
     ASSERT_EQ(strata_algorithm_count(STRATA_COLL_ALLGATHER), 2);
-    strata_test::ThreadJob job(size);
-    const std::vector<Call> cs = calls();
-    std::vector<std::string> errors(size);
-    std::vector<uint64_t> ran(3, 0);
-    const int before = count_strata_segments();
-    job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.node_size = lay.node_size;
-        cfg.segment_size = 4096;  // many pipeline segments even for small blocks
-        cfg.small_msg_size = 2048;
-        std::vector<strata_team_t *> teams =
-            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_ALLGATHER);
-        if (teams.empty()) errors[size_t(rank)] = "team create";
-        int n = 0;
-        for (const Call &c : cs) {
-            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
-            const std::string e = check_rank(teams[size_t(c.alg + 1)], rank, size, c, n++);
-            if (!e.empty() && errors[rank].empty()) {
-                errors[rank] = "bytes " + std::to_string(c.bytes) + " shape " +
-                               std::to_string(int(c.shape)) + " alg " + std::to_string(c.alg) +
-                               (c.in_place ? " in place" : "") + ": " + e;
-                fprintf(stderr, "rank %d: %s\n", rank, errors[rank].c_str());
-            }
-        }
-        if (rank == 0)
-            for (int alg = 0; alg < 2; ++alg)
-                for (strata_team_t *t : teams) ran[size_t(alg)] += strata_team_calls(t, STRATA_COLL_ALLGATHER, alg);
-        for (strata_team_t *t : teams) strata_team_destroy(t);
-    });
-    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+    const std::vector<uint64_t> ran = strata_test::run_layout(
+        GetParam(), STRATA_COLL_ALLGATHER, calls(),
+        [size](strata_team_t *team, int rank, const Call &c, int n) { return check_rank(team, rank, size, c, n); },
+        [](const Call &c) {
+            return "bytes " + std::to_string(c.bytes) + " shape " + std::to_string(int(c.shape)) +
+                   (c.in_place ? " in place" : "");
+        });
     EXPECT_GT(ran[0], 0u) << "hier_ring never ran";
     EXPECT_GT(ran[1], 0u) << "hier_direct never ran";
-    EXPECT_EQ(job.unreceived(), 0u);
-    EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
 }
 
 // The rule picks by the total, which is the same on every rank even when one

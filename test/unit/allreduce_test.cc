@@ -79,35 +79,14 @@ std::vector<Call> calls() {
 class AllreduceLayouts : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(AllreduceLayouts, ExactForEveryCall) {
-    const Layout &lay = GetParam();
-    const int size = int(lay.keys.size());
-    strata_test::ThreadJob job(size);
-    const std::vector<Call> cs = calls();
-    std::vector<std::string> errors(size);
-    const int before = count_strata_segments();
-    job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.node_size = lay.node_size;
-        cfg.segment_size = 4096;     // many pipeline segments even for small counts
-        cfg.small_msg_size = 2048;
-        std::vector<strata_team_t *> teams =
-            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_ALLREDUCE);
-        if (teams.empty()) errors[size_t(rank)] = "team create";
-        for (const Call &c : cs) {
-            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
-            const std::string e = run_call(teams[size_t(c.alg + 1)], rank, size, c);
-            if (e.empty() || !errors[rank].empty()) continue;
-            errors[rank] = std::string(strata_dtype_name(c.dtype)) + "/" + strata_op_name(c.op) +
-                           " count " + std::to_string(c.count) + " alg " + std::to_string(c.alg) +
-                           (c.in_place ? " in place" : "") + ": " + e;
-            fprintf(stderr, "rank %d: %s\n", rank, errors[rank].c_str());
-        }
-        for (strata_team_t *t : teams) strata_team_destroy(t);
-    });
-    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-    EXPECT_EQ(job.unreceived(), 0u);
-    EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
+    const int size = int(GetParam().keys.size());
+    strata_test::run_layout(
+        GetParam(), STRATA_COLL_ALLREDUCE, calls(),
+        [size](strata_team_t *team, int rank, const Call &c, int) { return run_call(team, rank, size, c); },
+        [](const Call &c) {
+            return std::string(strata_dtype_name(c.dtype)) + "/" + strata_op_name(c.op) + " count " +
+                   std::to_string(c.count) + (c.in_place ? " in place" : "");
+        });
 }
 
 INSTANTIATE_TEST_SUITE_P(

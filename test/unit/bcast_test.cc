@@ -63,43 +63,14 @@ std::vector<Call> calls(int size) {
 class BcastLayouts : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(BcastLayouts, ExactForEveryRootAndCall) {
-    const Layout &lay = GetParam();
-    const int size = int(lay.keys.size());
+    const int size = int(GetParam().keys.size());
     ASSERT_EQ(strata_algorithm_count(STRATA_COLL_BCAST), 2);
-    strata_test::ThreadJob job(size);
-    const std::vector<Call> cs = calls(size);
-    std::vector<std::string> errors(size);
-    std::vector<uint64_t> ran(2, 0);
-    const int before = count_strata_segments();
-    job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.node_size = lay.node_size;
-        cfg.segment_size = 4096;  // 8 KiB stages: several segments per call
-        cfg.small_msg_size = 2048;
-        std::vector<strata_team_t *> teams =
-            strata_test::make_teams(job, rank, lay.keys[size_t(rank)], cfg, STRATA_COLL_BCAST);
-        if (teams.empty()) errors[size_t(rank)] = "team create";
-        int n = 0;
-        for (const Call &c : cs) {
-            if (teams.empty()) break;  // after a wrong result keep going: peers wait for this rank
-            const std::string e = check_rank(teams[size_t(c.alg + 1)], rank, c, n++);
-            if (!e.empty() && errors[rank].empty()) {
-                errors[rank] = "bytes " + std::to_string(c.bytes) + " root " +
-                               std::to_string(c.root) + " alg " + std::to_string(c.alg) + ": " + e;
-                fprintf(stderr, "rank %d: %s\n", rank, errors[rank].c_str());
-            }
-        }
-        if (rank == 0)
-            for (int alg = 0; alg < 2; ++alg)
-                for (strata_team_t *t : teams) ran[size_t(alg)] += strata_team_calls(t, STRATA_COLL_BCAST, alg);
-        for (strata_team_t *t : teams) strata_team_destroy(t);
-    });
-    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+    const std::vector<uint64_t> ran = strata_test::run_layout(
+        GetParam(), STRATA_COLL_BCAST, calls(size),
+        [](strata_team_t *team, int rank, const Call &c, int n) { return check_rank(team, rank, c, n); },
+        [](const Call &c) { return "bytes " + std::to_string(c.bytes) + " root " + std::to_string(c.root); });
     EXPECT_GT(ran[0], 0u) << "hier_chain never ran";
     EXPECT_GT(ran[1], 0u) << "hier_tree never ran";
-    EXPECT_EQ(job.unreceived(), 0u);
-    EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
 }
 
 INSTANTIATE_TEST_SUITE_P(

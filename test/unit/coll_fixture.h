@@ -7,6 +7,7 @@
 #include <dirent.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -135,6 +136,49 @@ inline std::vector<strata_team_t *> make_teams(ThreadJob &job, int rank, int key
         teams.push_back(team);
     }
     return teams;
+}
+
+// Runs a sequence of calls on one layout, one team per algorithm setting on every
+// rank (segments of 4096 bytes, "small" up to 2048, so that pipelines have many
+// segments and both kinds of algorithm run). run(team, rank, call, index) returns ""
+// or what was wrong; describe(call) names the call in the failure. A rank that saw a
+// wrong result keeps making calls, so that its peers never wait for it. Checks every
+// rank's result, that no message was left unreceived and no segment in /dev/shm, and
+// returns how often each algorithm ran on rank 0 (over all its teams).
+template <class Call, class Run, class Describe>
+std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const std::vector<Call> &calls,
+                                 Run run, Describe describe) {
+    const int size = int(lay.keys.size());
+    ThreadJob job(size);
+    std::vector<std::string> errors(size_t(size), "");
+    std::vector<uint64_t> ran(size_t(strata_algorithm_count(coll)), 0);
+    const int before = count_strata_segments();
+    job.run([&](int rank) {
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.node_size = lay.node_size;
+        cfg.segment_size = 4096;
+        cfg.small_msg_size = 2048;
+        std::vector<strata_team_t *> teams = make_teams(job, rank, lay.keys[size_t(rank)], cfg, coll);
+        std::string &err = errors[size_t(rank)];
+        if (teams.empty()) err = "team create";
+        int n = 0;
+        for (const Call &c : calls) {
+            if (teams.empty()) break;
+            const std::string e = run(teams[size_t(c.alg + 1)], rank, c, n++);
+            if (e.empty() || !err.empty()) continue;
+            err = describe(c) + " alg " + std::to_string(c.alg) + ": " + e;
+            fprintf(stderr, "rank %d: %s\n", rank, err.c_str());
+        }
+        for (strata_team_t *t : teams) {
+            for (size_t a = 0; rank == 0 && a < ran.size(); ++a) ran[a] += strata_team_calls(t, coll, int(a));
+            strata_team_destroy(t);
+        }
+    });
+    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+    EXPECT_EQ(job.unreceived(), 0u);
+    EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
+    return ran;
 }
 
 }  // namespace strata_test
