@@ -29,6 +29,21 @@ struct CollArgs {
     size_t bytes() const { return count * strata_dtype_size(dtype); }
 };
 
+// The pipeline segments of one call over count elements: numbers first .. first+n-1,
+// taken from the team (so the same on every rank of a node), of elems elements each
+// but the last.
+struct Segments {
+    size_t count, elems, bytes;
+    uint64_t n, first;
+    size_t offset(uint64_t k) const { return k * elems; }  // elements
+    size_t length(uint64_t k) const { return count - offset(k) < elems ? count - offset(k) : elems; }
+};
+inline Segments take_segments(Team &team, size_t count, strata_dtype_t dtype) {
+    const size_t es = strata_dtype_size(dtype), elems = team.segment_elems(es);
+    const uint64_t n = div_up(count, elems);
+    return {count, elems, elems * es, n, team.take_segments(n)};
+}
+
 using BuildFn = Status (*)(Team &team, const CollArgs &args);
 
 struct Algorithm {

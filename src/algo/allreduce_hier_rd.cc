@@ -15,10 +15,7 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const size_t seg_elems = team.segment_elems(es);
-    const size_t seg_bytes = seg_elems * es;
-    const uint64_t nseg = div_up(a.count, seg_elems);
-    const uint64_t first = team.take_segments(nseg);
+    const Segments sg = take_segments(team, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
@@ -29,15 +26,14 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
     // Rails this rank serves: j, j + L, ... < lmax. Each needs a tmp; the extra
     // ones also a private copy of the node sum.
     const int nrails = (lmax - 1 - j) / L + 1;
-    char *scratch = team.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * seg_bytes);
+    char *scratch = team.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * sg.bytes);
     if (!scratch) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
-    for (uint64_t k = 0; k < nseg; ++k) {
-        const uint64_t g = first + k;
-        const size_t off = k * seg_elems;
-        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
         char *out = rbuf + off * es;
-        char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * seg_bytes;
+        char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * sg.bytes;
 
         const StepId free = team.stage_free(s, g);
         StepId summed;
@@ -56,14 +52,14 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
         // rail starts folding remote data into it.
         std::vector<StepId> copies{summed};
         for (int i = 1; i < nrails; ++i) {
-            char *buf = stage_scratch + size_t(i) * 2 * seg_bytes;
+            char *buf = stage_scratch + size_t(i) * 2 * sg.bytes;
             copies.push_back(s.copy(dom, buf, out, cnt * es, {summed}));
         }
         std::vector<StepId> rails{summed};
         for (int i = 0; i < nrails; ++i) {
             const int t = j + i * L;
-            char *buf = i == 0 ? out : stage_scratch + size_t(i) * 2 * seg_bytes;
-            char *tmp = stage_scratch + size_t(i) * 2 * seg_bytes + seg_bytes;
+            char *buf = i == 0 ? out : stage_scratch + size_t(i) * 2 * sg.bytes;
+            char *tmp = stage_scratch + size_t(i) * 2 * sg.bytes + sg.bytes;
             const Deps start = i == 0 ? Deps(copies) : Deps{copies[size_t(i)]};
             rails.push_back(rail_allreduce_rd(s, team, l.rail(t), node, buf, tmp, cnt, a.dtype,
                                               a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,

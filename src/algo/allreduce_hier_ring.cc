@@ -22,9 +22,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const size_t seg_elems = team.segment_elems(es);
-    const uint64_t nseg = div_up(a.count, seg_elems);
-    const uint64_t first = team.take_segments(nseg);
+    const Segments sg = take_segments(team, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
@@ -34,15 +32,14 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
 
     std::vector<std::vector<int>> rails_of(static_cast<size_t>(lmax));
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
-    char *tmp = team.scratch(size_t(Team::kStages) * seg_elems * es);
+    char *tmp = team.scratch(size_t(Team::kStages) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
-    for (uint64_t k = 0; k < nseg; ++k) {
-        const uint64_t g = first + k;
-        const size_t off = k * seg_elems;
-        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
         char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
-        char *tmp_g = tmp + (g % Team::kStages) * seg_elems * es;
+        char *tmp_g = tmp + (g % Team::kStages) * sg.bytes;
 
         const StepId free = team.stage_free(s, g);
         if (L == 1) {

@@ -26,10 +26,7 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const size_t seg_elems = team.segment_elems(es);
-    const size_t seg_bytes = seg_elems * es;
-    const uint64_t nseg = div_up(a.count, seg_elems);
-    const uint64_t first = team.take_segments(nseg);
+    const Segments sg = take_segments(team, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local();
     const int jr = l.local_of[size_t(a.root)], root_node = l.node_of[size_t(a.root)];
     const bool agent = j == jr % L;
@@ -58,13 +55,12 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     }
     auto member = [&](int rel) { return rail[size_t((rel + root_node) % p)]; };
     const size_t nch = children.size() ? children.size() : 1;
-    char *tmp = agent ? team.scratch(size_t(Team::kStages) * nch * seg_bytes) : nullptr;
+    char *tmp = agent ? team.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
     if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
 
-    for (uint64_t k = 0; k < nseg; ++k) {
-        const uint64_t g = first + k;
-        const size_t off = k * seg_elems;
-        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
         char *in = team.slot(j, g, 0);
 
         const StepId free = team.stage_free(s, g);
@@ -82,9 +78,9 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
 
         // Fold in each child's partial sum (one tag per segment: the pair is unique).
         const int tag = team.tag(k);
-        char *stage_tmp = tmp + (g % Team::kStages) * nch * seg_bytes;
+        char *stage_tmp = tmp + (g % Team::kStages) * nch * sg.bytes;
         for (size_t c = 0; c < children.size(); ++c) {
-            char *t = stage_tmp + c * seg_bytes;
+            char *t = stage_tmp + c * sg.bytes;
             const StepId r = s.recv(t, cnt * es, member(children[c]), tag, {free});
             last = s.reduce(dom, res, {res, t}, cnt, a.dtype, a.op, {last, r});
         }

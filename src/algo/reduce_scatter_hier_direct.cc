@@ -36,10 +36,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const size_t seg_elems = team.segment_elems(es);
-    const size_t seg_bytes = seg_elems * es;
-    const uint64_t nseg = div_up(a.count, seg_elems);
-    const uint64_t first = team.take_segments(nseg);
+    const Segments sg = take_segments(team, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node(), nnodes = l.nnodes();
     MemDomain &dom = team.domain_for(a.recvbuf);
@@ -58,16 +55,15 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     for (int t = 0; t < lmax; ++t) rails[size_t(t)] = l.rail(t);
 
     // Receive space: per stage, one segment-sized area per node (indexed like the slot).
-    char *tmp = team.scratch(size_t(Team::kStages) * size_t(nnodes) * seg_bytes);
+    char *tmp = team.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
 
-    for (uint64_t k = 0; k < nseg; ++k) {
-        const uint64_t g = first + k;
-        const size_t off = k * seg_elems;
-        const size_t cnt = a.count - off < seg_elems ? a.count - off : seg_elems;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
         const Range seg{off, off + cnt};
         char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
-        char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * seg_bytes;
+        char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * sg.bytes;
         auto slice = [&](int t) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
             return Range{off + sp.offset, off + sp.offset + sp.length};
@@ -112,7 +108,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
                 Deps got{red};
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
-                    char *t_m = stage_tmp + size_t(m) * seg_bytes + o;
+                    char *t_m = stage_tmp + size_t(m) * sg.bytes + o;
                     got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], team.tag(sub),
                                    {free}));
                     parts.push_back(t_m);
