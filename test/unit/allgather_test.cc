@@ -22,8 +22,6 @@ namespace {
 
 using strata_test::Layout;
 using strata_test::blocks;
-using strata_test::count_strata_segments;
-using strata_test::fold;
 using strata_test::value;
 
 enum class Shape { Uniform, Uneven, SomeZero, Reversed };

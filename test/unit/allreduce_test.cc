@@ -21,9 +21,6 @@
 namespace {
 
 using strata_test::Layout;
-using strata_test::blocks;
-using strata_test::count_strata_segments;
-using strata_test::fold;
 using strata_test::value;
 
 struct Call {
@@ -43,12 +40,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     const strata_status_t st = strata_allreduce(team, c.in_place ? nullptr : send.data(), recv.data(),
                                                 c.count, c.dtype, c.op);
     if (st != STRATA_OK) return "status " + std::to_string(st);
-    for (size_t i = 0; i < c.count; ++i) {
-        const T expect = strata_test::expected<T>(size, i, c.op);
-        if (memcmp(&expect, &recv[i], sizeof(T)) != 0)
-            return "first wrong index " + std::to_string(i) + " of " + std::to_string(c.count);
-    }
-    return "";
+    return strata_test::first_mismatch(size, c.op, recv.data(), c.count);
 }
 
 std::string run_call(strata_team_t *team, int rank, int size, const Call &c) {
@@ -62,13 +54,11 @@ std::vector<Call> calls() {
     const size_t counts[] = {1, 2, 7, 61, 1000, 4099, 30011};
     int n = 0;
     for (size_t count : counts) {
-        for (int alg : {STRATA_ALG_AUTO, 0, 1}) {
+        for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_ALLREDUCE); ++alg) {
             for (bool in_place : {false, true}) {
                 // Rotate types and ops so that every combination meets many counts.
                 const strata_test::TypeOp to = strata_test::rotate_type_op(n);
-                const strata_dtype_t dt = to.dtype;
-                const strata_op_t op = to.op;
-                out.push_back({count, alg, in_place, dt, op});
+                out.push_back({count, alg, in_place, to.dtype, to.op});
                 ++n;
             }
         }

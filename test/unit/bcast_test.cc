@@ -20,9 +20,6 @@
 namespace {
 
 using strata_test::Layout;
-using strata_test::blocks;
-using strata_test::count_strata_segments;
-using strata_test::fold;
 using strata_test::value;
 
 struct Call {

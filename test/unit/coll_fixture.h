@@ -90,6 +90,18 @@ T expected(int size, size_t i, strata_op_t op) {
     return e;
 }
 
+// "" when got[0..n) equals, bit for bit, the reduction of elements first..first+n
+// over all ranks; otherwise the first wrong index.
+template <class T>
+std::string first_mismatch(int size, strata_op_t op, const T *got, size_t n, size_t first = 0) {
+    for (size_t i = 0; i < n; ++i) {
+        const T expect = expected<T>(size, first + i, op);
+        if (memcmp(&expect, &got[i], sizeof(T)) != 0)
+            return "first wrong index " + std::to_string(first + i) + " of " + std::to_string(n);
+    }
+    return "";
+}
+
 // The types and ops the schedule tests rotate through: call n gets pair n.
 struct TypeOp {
     strata_dtype_t dtype;

@@ -20,9 +20,6 @@
 namespace {
 
 using strata_test::Layout;
-using strata_test::blocks;
-using strata_test::count_strata_segments;
-using strata_test::fold;
 using strata_test::value;
 
 enum class Shape { Block, Uneven, Sparse };  // Sparse: most ranks get nothing
@@ -65,12 +62,8 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     const strata_status_t st = strata_reduce_scatter(team, c.in_place ? nullptr : send.data(), rbuf,
                                                      counts.data(), c.dtype, c.op);
     if (st != STRATA_OK) return "status " + std::to_string(st);
-    for (size_t i = 0; i < n; ++i) {
-        T expect = value<T>(0, lo + i, c.op);
-        for (int r = 1; r < size; ++r) expect = fold(expect, value<T>(r, lo + i, c.op), c.op);
-        if (memcmp(&expect, &recv[i], sizeof(T)) != 0)
-            return "first wrong index " + std::to_string(i) + " of " + std::to_string(n);
-    }
+    const std::string wrong = strata_test::first_mismatch(size, c.op, recv.data(), n, lo);
+    if (!wrong.empty()) return wrong;
     if (!c.in_place) {
         for (size_t i = 0; i < total; ++i)
             if (!(send[i] == value<T>(rank, i, c.op))) return "input modified";
@@ -94,9 +87,7 @@ std::vector<Call> calls() {
                  ++alg) {
                 for (bool in_place : {false, true}) {
                     const strata_test::TypeOp to = strata_test::rotate_type_op(n);
-                    const strata_dtype_t dt = to.dtype;
-                    const strata_op_t op = to.op;
-                    out.push_back({unit, shape, alg, in_place, dt, op});
+                    out.push_back({unit, shape, alg, in_place, to.dtype, to.op});
                     ++n;
                 }
             }

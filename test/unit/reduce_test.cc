@@ -20,9 +20,6 @@
 namespace {
 
 using strata_test::Layout;
-using strata_test::blocks;
-using strata_test::count_strata_segments;
-using strata_test::fold;
 using strata_test::value;
 
 struct Call {
@@ -48,12 +45,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     for (size_t i = 0; i < c.count; ++i)
         if (!(send[i] == value<T>(rank, i, c.op))) return "input modified";
     if (!root) return "";
-    for (size_t i = 0; i < c.count; ++i) {
-        const T expect = strata_test::expected<T>(size, i, c.op);
-        if (memcmp(&expect, &recv[i], sizeof(T)) != 0)
-            return "first wrong index " + std::to_string(i) + " of " + std::to_string(c.count);
-    }
-    return "";
+    return strata_test::first_mismatch(size, c.op, recv.data(), c.count);
 }
 
 std::string run_call(strata_team_t *team, int rank, int size, const Call &c) {
@@ -70,9 +62,7 @@ std::vector<Call> calls(int size) {
         for (int root = 0; root < size; ++root) {
             for (int alg = STRATA_ALG_AUTO; alg < strata_algorithm_count(STRATA_COLL_REDUCE); ++alg) {
                 const strata_test::TypeOp to = strata_test::rotate_type_op(n);
-                const strata_dtype_t dt = to.dtype;
-                const strata_op_t op = to.op;
-                out.push_back({count, root, alg, n % 2 == 1, dt, op});
+                out.push_back({count, root, alg, n % 2 == 1, to.dtype, to.op});
                 ++n;
             }
         }
