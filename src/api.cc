@@ -5,6 +5,7 @@
 #include "algo/algo.h"
 #include "mem/domain.h"
 #include "mem/ops.h"
+#include "stage.h"
 
 namespace strata {
 
@@ -16,15 +17,23 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     int alg = team.config().algorithm[coll];
     if (alg < 0 || alg >= table.count) alg = table.choose(team, args);
 
+    // A rank's device buffers are staged through host memory; the schedule is the
+    // one every rank builds, whatever its buffers are.
+    CollArgs host_args = args;
+    Staging &staging = team.staging();
+    STRATA_CHECK(staging.enter(coll, team.rank(), team.size(), &host_args));
+    const bool staged = staging.active();
+
     team.begin_call();
     Schedule &s = team.schedule();
     s.clear();
-    STRATA_CHECK(table.algorithms[alg].build(team, args));
+    STRATA_CHECK(table.algorithms[alg].build(team, host_args));
     STRATA_CHECK(s.run(team.transport()));
+    STRATA_CHECK(staging.leave());
     team.count_call(coll, alg);
-    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s", strata_coll_name(coll),
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
-        table.algorithms[alg].name);
+        table.algorithms[alg].name, staged ? ", device buffers staged through host" : "");
     return STRATA_OK;
 }
 
@@ -41,6 +50,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->small_msg_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
+    cfg->host_buffers = 1;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

@@ -91,6 +91,7 @@ typedef struct strata_config {
     size_t small_msg_size;          /* auto rules: at or below this, latency algorithms */
     int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO or an index into the table */
     const char *shm_dir;            /* where segments are created; NULL = /dev/shm */
+    int host_buffers;               /* 0: a communicator where no rank has a GPU falls back */
 } strata_config_t;
 
 /* Logging: the glue routes core messages to its own output (opal_output). */

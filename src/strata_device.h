@@ -6,6 +6,8 @@
 #ifndef STRATA_DEVICE_H
 #define STRATA_DEVICE_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,12 @@ typedef enum strata_mem_kind {
  * STRATA_MEM_HOST on nodes without a CUDA driver or GPU and in builds without CUDA.
  * Thread-safe. */
 int strata_buffer_kind(const void *ptr);
+
+/* Copies bytes between host and device memory (either side may be either kind) on
+ * the CUDA stream of the GPU that owns the device side, and waits for the copy.
+ * 0 on success; -1 after logging why. For staging device buffers through host
+ * memory where strata hands a call to the previous component. */
+int strata_device_copy(void *dst, const void *src, size_t bytes);
 
 #ifdef __cplusplus
 }

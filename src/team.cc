@@ -1,6 +1,9 @@
 // src/team.cc - team setup: layout, shared memory, agreement.
 #include "team.h"
 
+#include "mem/classify.h"
+#include "stage.h"
+
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -15,14 +18,35 @@ constexpr uint64_t kSetupTagSub = 4095;
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {}
 
+Team::~Team() = default;
+
+Staging &Team::staging() {
+    if (!stager_) stager_.reset(new Staging);
+    return *stager_;
+}
+
 
 Status Team::ensure_setup() {
     if (setup_ == Setup::Ready) return STRATA_OK;
     if (setup_ == Setup::Off) return STRATA_FALLBACK;
 
+    // One allgather tells every rank both the node keys and which ranks have a GPU.
     std::vector<int> keys(size_);
-    if (tp_.allgather_int(tp_.ctx, node_key_, keys.data()) != 0)
+    if (tp_.allgather_int(tp_.ctx, node_key_ * 2 + (cuda_available() ? 1 : 0), keys.data()) != 0)
         return fail(STRATA_ERR_COMM, "team setup: allgather of node keys");
+    int gpu_ranks = 0;
+    for (int &k : keys) {
+        gpu_ranks += k & 1;
+        k >>= 1;
+    }
+    if (!cfg_.host_buffers && gpu_ranks == 0) {
+        // Agreed without a word: every rank saw the same bits.
+        setup_ = Setup::Off;
+        if (rank_ == 0)
+            log(1, "no rank of this communicator has a GPU and host buffers are off "
+                   "(coll_strata_host_buffers): its calls go to the previous collective component");
+        return STRATA_FALLBACK;
+    }
     layout_ = make_layout(rank_, keys, cfg_.node_size);
 
     // Every rank takes part in the agreement, whatever happened locally, so that

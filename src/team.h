@@ -20,6 +20,7 @@ struct strata_team {};  // the C handle; the real object derives from it
 namespace strata {
 
 constexpr int kMaxAlgorithms = 8;
+class Staging;
 
 class Team : public strata_team {
 public:
@@ -64,7 +65,10 @@ public:
     // Tag for a message of the current call; sub identifies the message within it.
     int tag(uint64_t sub) const;
 
+    // Schedules run on host memory: a rank's device buffers are staged (stage.h).
     MemDomain &domain_for(const void *) const { return host_domain(); }
+    // This team's staging of device buffers (host copies kept between calls).
+    Staging &staging();
 
     Schedule &schedule() { return sched_; }
     void begin_call() { ++call_seq_; }
@@ -90,10 +94,11 @@ private:
     };
     Buffer scratch_, staging_;
     Schedule sched_;
+    std::unique_ptr<Staging> stager_;
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
 
 public:
-    ~Team() = default;
+    ~Team();
     Team(const Team &) = delete;
     Team &operator=(const Team &) = delete;
 };

@@ -14,6 +14,7 @@ static_assert((long)ATTR_CC_MINOR == (long)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILIT
 static_assert((long)EVENT_DISABLE_TIMING == (long)CU_EVENT_DISABLE_TIMING, "cuda.h mismatch");
 static_assert((long)EVENT_INTERPROCESS == (long)CU_EVENT_INTERPROCESS, "cuda.h mismatch");
 static_assert((long)IPC_MEM_LAZY_ENABLE_PEER_ACCESS == (long)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, "cuda.h mismatch");
+static_assert((long)MEMHOSTALLOC_PORTABLE == (long)CU_MEMHOSTALLOC_PORTABLE, "cuda.h mismatch");
 static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "cuda.h mismatch");
 static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
 static_assert((long)ERROR_NO_DEVICE == (long)CUDA_ERROR_NO_DEVICE, "cuda.h mismatch");

@@ -91,12 +91,41 @@ const char *mca_coll_strata_check_reduction(struct ompi_datatype_t *dt, struct o
  * the buffer pointer; *bytes gets its size. */
 const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
                                         size_t *bytes);
-/* Buffer placement: with coll_strata_host_buffers off, strata only takes calls whose
- * significant buffers (non-NULL arguments) are all device memory. */
-const char *mca_coll_strata_check_buffers(const void *a, const void *b);
-
-/* Device-memory hook: 1 when ptr is GPU memory. Always 0 until device detection lands. */
-int mca_coll_strata_buffer_is_device(const void *ptr);
+/* ---------------------------------------------------------------- fallback (coll_strata_staged.c)
+ * The previous component's collectives, with this rank's device buffers staged
+ * through host memory (host buffers go straight through). Every fallback goes
+ * through these, so a device pointer never reaches a component that is not
+ * CUDA-aware. */
+int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                   int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                int root);
+int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count,
+                               struct ompi_datatype_t *dtype, int root);
+int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                   struct ompi_datatype_t *rdtype);
+int mca_coll_strata_prev_allgatherv(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                    struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                    const int *disps, struct ompi_datatype_t *rdtype);
+int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                        const int *rcounts, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op);
+int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const void *sbuf,
+                                              void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                              struct ompi_op_t *op);
+int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                  struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                  struct ompi_datatype_t *rdtype);
+int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf,
+                                   const int *scounts, const int *sdisps,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                   const int *rdisps, struct ompi_datatype_t *rdtype);
+/* Packs scount sdtype elements from sbuf into rblock as rcount rdtype elements
+ * (ompi_datatype_sndrcv), through host memory where either side is on a GPU. */
+int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                               void *rblock, int rcount, struct ompi_datatype_t *rdtype);
 
 /* Logs "coll:strata: <rank> <coll> <bytes> B fallback (why)" at verbose >= 2 and
  * each distinct reason once at verbose >= 1. */

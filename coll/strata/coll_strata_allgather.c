@@ -34,15 +34,13 @@ static const char *prepare_send(const void *sbuf, int scount, struct ompi_dataty
         *sbuf_out = sbuf;
         return NULL;
     }
-    /* Gaps in the send type: pack into place on the host, then run in place. */
+    /* Gaps in the send type: pack into place (through host memory for device
+     * buffers), then run in place. */
     ompi_datatype_type_size(sdtype, &ssize);
     if (ssize * (size_t) scount != rbytes) {
         return "send and receive sizes differ";
     }
-    if (mca_coll_strata_buffer_is_device(sbuf) || mca_coll_strata_buffer_is_device(rblock)) {
-        return "non-contiguous send datatype on a device buffer";
-    }
-    if (OMPI_SUCCESS != ompi_datatype_sndrcv(sbuf, scount, sdtype, rblock, rcount, rdtype)) {
+    if (OMPI_SUCCESS != mca_coll_strata_pack_block(sbuf, scount, sdtype, rblock, rcount, rdtype)) {
         return "packing the send datatype failed";
     }
     return NULL;
@@ -58,9 +56,6 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     const char *why;
 
     why = mca_coll_strata_check_bytes(rdtype, rcount, &rbytes);
-    if (NULL == why) {
-        why = mca_coll_strata_check_buffers(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
-    }
     if (NULL == why) {
         why = prepare_send(sbuf, scount, sdtype,
                            (char *) rbuf + rbytes * (size_t) ompi_comm_rank(comm), rcount, rdtype,
@@ -78,8 +73,7 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
         }
     }
     mca_coll_strata_log_fallback(comm, "allgather", rbytes * (size_t) ompi_comm_size(comm), why);
-    return m->prev.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                             m->prev.allgather_module);
+    return mca_coll_strata_prev_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
 }
 
 int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -124,9 +118,6 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
     if (NULL == why && 0 == total) {
         why = "zero counts";
     }
-    if (NULL == why) {
-        why = mca_coll_strata_check_buffers(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
-    }
     if (NULL == why && n > ON_STACK) {
         bytes = (size_t *) malloc(2 * (size_t) n * sizeof(size_t));
         displs = bytes + n;
@@ -170,6 +161,5 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
         return rc;
     }
     mca_coll_strata_log_fallback(comm, "allgatherv", total, why);
-    return m->prev.allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
-                              m->prev.allgatherv_module);
+    return mca_coll_strata_prev_allgatherv(m, sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype);
 }

@@ -20,9 +20,6 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
 
     why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
     if (NULL == why) {
-        why = mca_coll_strata_check_buffers(sbuf, rbuf);
-    }
-    if (NULL == why) {
         strata_status_t st = strata_allreduce(m->team, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
                                               (size_t) count, sdt, sop);
         if (STRATA_FALLBACK != st) {
@@ -31,5 +28,5 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
         why = mca_coll_strata_why_core_declined;
     }
     mca_coll_strata_log_fallback(comm, "allreduce", bytes, why);
-    return m->prev.allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev.allreduce_module);
+    return mca_coll_strata_prev_allreduce(m, sbuf, rbuf, count, dtype, op);
 }

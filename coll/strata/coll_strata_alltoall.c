@@ -37,9 +37,6 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
         }
     }
     if (NULL == why) {
-        why = mca_coll_strata_check_buffers(in_place ? NULL : sbuf, rbuf);
-    }
-    if (NULL == why) {
         strata_status_t st = alltoall_core(m, in_place ? NULL : sbuf, rbuf, rbytes, &why);
         if (STRATA_FALLBACK != st) {
             return mca_coll_strata_status_to_mpi(st, comm, "alltoall");
@@ -49,8 +46,7 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
         }
     }
     mca_coll_strata_log_fallback(comm, "alltoall", rbytes * (size_t) ompi_comm_size(comm), why);
-    return m->prev.alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                            m->prev.alltoall_module);
+    return mca_coll_strata_prev_alltoall(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
 }
 
 /* Converts alltoallv's element counts and displacements to bytes and runs the core.
@@ -109,15 +105,12 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
         total += (size_t) rcounts[i] * rsize;
     }
     if (NULL == why) {
-        why = mca_coll_strata_check_buffers(in_place ? NULL : sbuf, rbuf);
-    }
-    if (NULL == why) {
         why = alltoallv_core(m, sbuf, scounts, sdisps, ssize, rbuf, rcounts, rdisps, rsize, &rc);
         if (NULL == why) {
             return rc;
         }
     }
     mca_coll_strata_log_fallback(comm, "alltoallv", total, why);
-    return m->prev.alltoallv(sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype, comm,
-                             m->prev.alltoallv_module);
+    return mca_coll_strata_prev_alltoallv(m, sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps,
+                                          rdtype);
 }

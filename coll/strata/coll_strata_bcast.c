@@ -14,9 +14,6 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
 
     why = mca_coll_strata_check_bytes(dtype, count, &bytes);
     if (NULL == why) {
-        why = mca_coll_strata_check_buffers(buf, NULL);
-    }
-    if (NULL == why) {
         strata_status_t st = strata_bcast(m->team, buf, bytes, root);
         if (STRATA_FALLBACK != st) {
             return mca_coll_strata_status_to_mpi(st, comm, "bcast");
@@ -28,5 +25,5 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
         bytes *= (size_t) count;
     }
     mca_coll_strata_log_fallback(comm, "bcast", bytes, why);
-    return m->prev.bcast(buf, count, dtype, root, comm, m->prev.bcast_module);
+    return mca_coll_strata_prev_bcast(m, buf, count, dtype, root);
 }

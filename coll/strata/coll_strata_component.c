@@ -119,9 +119,11 @@ static int mca_coll_strata_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
         &cs->verbose);
     (void) mca_base_component_var_register(c, "host_buffers",
-        "Also run strata's algorithms on host (CPU) buffers. When false, strata only takes "
-        "calls whose buffers are in GPU memory and hands the rest to the component it "
-        "replaced (this build has no device detection yet, so false means every call falls back)",
+        "Run strata on communicators where no rank has a GPU. When false (the default), "
+        "such communicators hand every call to the component strata replaced; where any "
+        "rank has a GPU, strata takes each supported call whatever its buffers (host or "
+        "device, also mixed across ranks), since whether it runs must agree on all ranks. "
+        "True runs strata on CPU-only jobs too (testing, CPU clusters)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->host_buffers);
     (void) mca_base_component_var_register(c, "node_size",
@@ -202,6 +204,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
         cfg->algorithm[coll] = cs->algorithm[coll];
     }
     cfg->shm_dir = (NULL != cs->shm_dir && '\0' != cs->shm_dir[0]) ? cs->shm_dir : NULL;
+    cfg->host_buffers = cs->host_buffers ? 1 : 0;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

@@ -189,25 +189,6 @@ const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_str
     return NULL;
 }
 
-int mca_coll_strata_buffer_is_device(const void *ptr)
-{
-    (void) ptr;   /* device detection lands with the CUDA memory domain */
-    return 0;
-}
-
-const char *mca_coll_strata_check_buffers(const void *a, const void *b)
-{
-    if (mca_coll_strata_component.host_buffers) {
-        return NULL;
-    }
-    if ((NULL == a && NULL == b) ||
-        (NULL != a && MPI_IN_PLACE != a && !mca_coll_strata_buffer_is_device(a)) ||
-        (NULL != b && MPI_IN_PLACE != b && !mca_coll_strata_buffer_is_device(b))) {
-        return "host buffer (coll_strata_host_buffers=false)";
-    }
-    return NULL;
-}
-
 /* Reasons are static strings: remember the ones already said (pointer compare). */
 #define STRATA_MAX_REASONS 64
 static const char *said_reasons[STRATA_MAX_REASONS];

@@ -34,9 +34,6 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
 
     why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
     if (NULL == why) {
-        why = mca_coll_strata_check_buffers(s, r);
-    }
-    if (NULL == why) {
         strata_status_t st = reduce_core(m, s, r, (size_t) count, sdt, sop, root, &why);
         if (STRATA_FALLBACK != st) {
             return mca_coll_strata_status_to_mpi(st, comm, "reduce");
@@ -46,5 +43,5 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
         }
     }
     mca_coll_strata_log_fallback(comm, "reduce", bytes, why);
-    return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev.reduce_module);
+    return mca_coll_strata_prev_reduce(m, sbuf, rbuf, count, dtype, op, root);
 }

@@ -30,9 +30,6 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     strata_op_t sop;
     uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
     const char *why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
-    if (NULL == why) {
-        why = mca_coll_strata_check_buffers(MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf);
-    }
     if (NULL == why && 0 == total) {
         why = "zero counts";
     }
@@ -74,7 +71,7 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
     }
     ompi_datatype_type_size(dtype, &size);
     mca_coll_strata_log_fallback(comm, "reduce_scatter", total * size, why);
-    return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->prev.reduce_scatter_module);
+    return mca_coll_strata_prev_reduce_scatter(m, sbuf, rbuf, rcounts, dtype, op);
 }
 
 int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -96,6 +93,5 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     }
     ompi_datatype_type_size(dtype, &size);
     mca_coll_strata_log_fallback(comm, "reduce_scatter_block", (size_t) rcount * (size_t) n * size, why);
-    return m->prev.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                        m->prev.reduce_scatter_block_module);
+    return mca_coll_strata_prev_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op);
 }

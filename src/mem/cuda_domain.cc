@@ -104,6 +104,25 @@ public:
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFree", rc).c_str());
     }
 
+    Status alloc_host(size_t bytes, void **p) override {
+        *p = nullptr;
+        STRATA_CHECK(enter());
+        // Portable: usable by every context, whichever GPU a later call is on.
+        const cu::CUresult rc = d_.MemHostAlloc(p, bytes ? bytes : 64, cu::MEMHOSTALLOC_PORTABLE);
+        if (rc != cu::SUCCESS) {
+            log(0, "%s", d_.error("cuMemHostAlloc", rc).c_str());
+            *p = nullptr;
+            return STRATA_ERR_NOMEM;
+        }
+        return STRATA_OK;
+    }
+
+    void release_host(void *p) override {
+        if (p == nullptr || enter() != STRATA_OK) return;
+        const cu::CUresult rc = d_.MemFreeHost(p);
+        if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFreeHost", rc).c_str());
+    }
+
 private:
     bool bad(std::string *why, const char *call, cu::CUresult rc) const {
         *why = d_.error(call, rc);

@@ -34,7 +34,14 @@ public:
     virtual Status poll(Ticket *t, bool *done) = 0;
     virtual Status alloc(size_t bytes, void **p) = 0;
     virtual void release(void *p) = 0;
+    // Host memory this domain copies to and from fastest (page-locked for a GPU),
+    // for staging a device buffer through the host; released by release_host.
+    virtual Status alloc_host(size_t bytes, void **p) = 0;
+    virtual void release_host(void *p) = 0;
 };
+
+// Waits for a ticket (yielding the CPU between polls).
+Status wait_ticket(MemDomain &dom, Ticket *t);
 
 // The host domain: a process-wide singleton.
 MemDomain &host_domain();

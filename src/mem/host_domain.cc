@@ -1,4 +1,6 @@
 // src/mem/host_domain.cc - copy and reduce on host memory, vectorised loops.
+#include <sched.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -75,9 +77,20 @@ public:
         return STRATA_OK;
     }
     void release(void *p) override { free(p); }
+    Status alloc_host(size_t bytes, void **p) override { return alloc(bytes, p); }
+    void release_host(void *p) override { free(p); }
 };
 
 }  // namespace
+
+Status wait_ticket(MemDomain &dom, Ticket *t) {
+    for (;;) {
+        bool done = false;
+        STRATA_CHECK(dom.poll(t, &done));
+        if (done) return STRATA_OK;
+        sched_yield();
+    }
+}
 
 ReduceFn host_reduce_fn(strata_dtype_t dtype, strata_op_t op) {
     return dispatch_type(dtype, [op](auto *tp) -> ReduceFn {

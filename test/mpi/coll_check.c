@@ -15,7 +15,15 @@
  * one byte of one element of one rank's result (rank size-1, or
  * STRATA_TEST_CORRUPT_RANK) in the first checked test of every collective.
  *
- *   coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-v] [-l]
+ * -d device|mixed|mixed-odd puts the buffers each collective sees in GPU memory
+ * (on every rank, on even ranks only, or on odd ranks only): the test fills and
+ * checks host copies exactly as before and mirrors them to and from the GPU around
+ * the call (test/common/devbuf.c; the CUDA driver is loaded at run time, and
+ * test/fakecuda/libcuda.so.1 stands in for it on machines without a GPU). -L N
+ * then also makes N allreduce/allgather/bcast calls on freshly allocated device
+ * buffers and fails if device memory in use grew over them.
+ *
+ *   coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-d KIND] [-L N] [-v] [-l]
  *
  * Adding a collective: write one run_<coll>() and add it to colls[].
  */
@@ -30,6 +38,7 @@
 #include <stddef.h>
 
 #include "coll_check_values.h"
+#include "devbuf.h"
 
 /* ------------------------------------------------------ user-defined ops */
 
@@ -117,6 +126,48 @@ static void *xalloc(size_t n)
 }
 
 #define POISON 0xA5
+
+/* ------------------------------------------------------ buffer kinds (-d)
+ * Each test fills and checks host buffers; around the MPI call, coll_buf() gives
+ * the pointer the collective sees: the host buffer itself, or (on ranks whose
+ * buffers are on the GPU) a device copy of it, which coll_done() copies back into
+ * the host buffer (receive side) and frees. */
+enum { KIND_HOST, KIND_DEVICE, KIND_MIXED_EVEN, KIND_MIXED_ODD };
+static int buf_kind = KIND_HOST;
+static const char *kind_names[] = { "host", "device", "mixed", "mixed-odd" };
+static struct { char *host, *dev; size_t bytes; int back; } mirrors[4];
+static int n_mirrors;
+
+static int rank_on_device(int world_rank)
+{
+    return buf_kind == KIND_DEVICE || (buf_kind == KIND_MIXED_EVEN && world_rank % 2 == 0) ||
+           (buf_kind == KIND_MIXED_ODD && world_rank % 2 == 1);
+}
+static int my_world_rank;
+
+/* back: the collective writes this buffer (copy it back after the call). */
+static void *coll_buf(void *host, size_t bytes, int back)
+{
+    if (!rank_on_device(my_world_rank) || host == NULL) return host;
+    char *dev = devbuf_alloc(bytes);
+    if (!dev || devbuf_to_dev(dev, host, bytes)) MPI_Abort(MPI_COMM_WORLD, 2);
+    mirrors[n_mirrors].host = host;
+    mirrors[n_mirrors].dev = dev;
+    mirrors[n_mirrors].bytes = bytes;
+    mirrors[n_mirrors].back = back;
+    n_mirrors++;
+    return dev;
+}
+
+static void coll_done(void)
+{
+    for (int k = 0; k < n_mirrors; k++) {
+        if (mirrors[k].back && devbuf_to_host(mirrors[k].host, mirrors[k].dev, mirrors[k].bytes))
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        devbuf_free(mirrors[k].dev);
+    }
+    n_mirrors = 0;
+}
 
 static void fill(const tinfo *t, int op, uint64_t seed, int r, char *buf, int64_t first, int64_t n)
 {
@@ -256,7 +307,9 @@ static void run_allreduce(void)
                         val e = expect_reduced(t, op, seed, i);
                         store(t, ex + i * t->extent, &e);
                     }
-                    MPI_Allreduce(ip ? MPI_IN_PLACE : sb, rb, (int)n, t->dt, mpi_ops[op], comm);
+                    void *s = ip ? MPI_IN_PLACE : coll_buf(sb, n * t->extent, 0);
+                    MPI_Allreduce(s, coll_buf(rb, n * t->extent, 1), (int)n, t->dt, mpi_ops[op], comm);
+                    coll_done();
                     done(&d, check_elems(&d, rb, ex, n, 0));
                     free(sb); free(rb); free(ex);
                 }
@@ -281,8 +334,10 @@ static void run_reduce(void)
                         char *sb = xalloc(n * t->extent), *rb = xalloc(n * t->extent);
                         memset(rb, POISON, n * t->extent);
                         fill(t, op, seed, g_rank, use_ip ? rb : sb, 0, n);
-                        MPI_Reduce(use_ip ? MPI_IN_PLACE : sb, me_root ? rb : NULL, (int)n, t->dt,
+                        MPI_Reduce(use_ip ? MPI_IN_PLACE : coll_buf(sb, n * t->extent, 0),
+                                   me_root ? coll_buf(rb, n * t->extent, 1) : NULL, (int)n, t->dt,
                                    mpi_ops[op], root, comm);
+                        coll_done();
                         int bad = 0;
                         if (me_root) {
                             char *ex = xalloc(n * t->extent);
@@ -343,11 +398,13 @@ static void run_reduce_scatter_common(int block)
                             val e = expect_reduced(t, op, seed, first + i);
                             store(t, ex + i * t->extent, &e);
                         }
+                        void *s = ip ? MPI_IN_PLACE : coll_buf(sb, total * t->extent, 0);
+                        void *r = coll_buf(rb, (ip ? total : mine) * t->extent, 1);
                         if (block)
-                            MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : sb, rb, d.count, t->dt,
-                                                     mpi_ops[op], comm);
+                            MPI_Reduce_scatter_block(s, r, d.count, t->dt, mpi_ops[op], comm);
                         else
-                            MPI_Reduce_scatter(ip ? MPI_IN_PLACE : sb, rb, rc, t->dt, mpi_ops[op], comm);
+                            MPI_Reduce_scatter(s, r, rc, t->dt, mpi_ops[op], comm);
+                        coll_done();
                         done(&d, check_elems(&d, rb, ex, mine, first));
                         free(sb); free(rb); free(ex); free(rc);
                     }
@@ -377,7 +434,8 @@ static void run_bcast(void)
                 memset(b, POISON, n * t->extent);
                 if (g_rank == root) fill(t, O_COPY, seed, root, b, 0, n);
                 expect_from(t, seed, ex, root, 0, n);
-                MPI_Bcast(b, (int)n, t->dt, root, comm);
+                MPI_Bcast(coll_buf(b, n * t->extent, 1), (int)n, t->dt, root, comm);
+                coll_done();
                 done(&d, check_elems(&d, b, ex, n, 0));
                 free(b); free(ex);
             }
@@ -397,7 +455,9 @@ static void run_allgather(void)
                 char *sb = xalloc(n * e), *rb = xalloc(g_size * n * e), *ex = xalloc(n * e);
                 memset(rb, POISON, g_size * n * e);
                 fill(t, O_COPY, seed, g_rank, ip ? rb + g_rank * n * e : sb, 0, n);
-                MPI_Allgather(ip ? MPI_IN_PLACE : sb, (int)n, t->dt, rb, (int)n, t->dt, comm);
+                MPI_Allgather(ip ? MPI_IN_PLACE : coll_buf(sb, n * e, 0), (int)n, t->dt,
+                              coll_buf(rb, g_size * n * e, 1), (int)n, t->dt, comm);
+                coll_done();
                 int bad = 0;
                 for (int r = 0; r < g_size && !bad; r++) {
                     expect_from(t, seed, ex, r, 0, n);
@@ -428,7 +488,9 @@ static void run_allgatherv(void)
                 char *sb = xalloc(rc[g_rank] * e), *rb = xalloc(total * e), *ex = xalloc((d.count + g_size) * e);
                 memset(rb, POISON, total * e);
                 fill(t, O_COPY, seed, g_rank, ip ? rb + dp[g_rank] * e : sb, 0, rc[g_rank]);
-                MPI_Allgatherv(ip ? MPI_IN_PLACE : sb, rc[g_rank], t->dt, rb, rc, dp, t->dt, comm);
+                MPI_Allgatherv(ip ? MPI_IN_PLACE : coll_buf(sb, rc[g_rank] * e, 0), rc[g_rank], t->dt,
+                               coll_buf(rb, total * e, 1), rc, dp, t->dt, comm);
+                coll_done();
                 int bad = 0;
                 for (int r = 0; r < g_size && !bad; r++) {
                     expect_from(t, seed, ex, r, 0, rc[r]);
@@ -455,7 +517,9 @@ static void run_alltoall(void)
                 memset(rb, POISON, p * n * e);
                 /* block j of rank r holds indices j*n.. of source r */
                 fill(t, O_COPY, seed, g_rank, ip ? rb : sb, 0, p * n);
-                MPI_Alltoall(ip ? MPI_IN_PLACE : sb, (int)n, t->dt, rb, (int)n, t->dt, comm);
+                MPI_Alltoall(ip ? MPI_IN_PLACE : coll_buf(sb, p * n * e, 0), (int)n, t->dt,
+                             coll_buf(rb, p * n * e, 1), (int)n, t->dt, comm);
+                coll_done();
                 int bad = 0;
                 for (int r = 0; r < g_size && !bad; r++) {
                     expect_from(t, seed, ex, r, (int64_t)g_rank * n, n);
@@ -500,7 +564,9 @@ static void run_alltoallv(void)
                     if (ip) fill(t, O_COPY, seed, g_rank, rb + rd[j] * e, (int64_t)j * (d.count + 3), rc[j]);
                     else fill(t, O_COPY, seed, g_rank, sb + sd[j] * e, (int64_t)j * (d.count + 3), sc[j]);
                 }
-                MPI_Alltoallv(ip ? MPI_IN_PLACE : sb, sc, sd, t->dt, rb, rc, rd, t->dt, comm);
+                MPI_Alltoallv(ip ? MPI_IN_PLACE : coll_buf(sb, st * e, 0), sc, sd, t->dt,
+                              coll_buf(rb, rt * e, 1), rc, rd, t->dt, comm);
+                coll_done();
                 int bad = 0;
                 for (int j = 0; j < p && !bad; j++) {
                     expect_from(t, seed, ex, j, (int64_t)g_rank * (d.count + 3), rc[j]);
@@ -542,14 +608,65 @@ static int in_list(const char *list, const char *name)
 
 static void usage(void)
 {
-    printf("usage: coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-v[v]] [-l]\n"
+    printf("usage: coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-s SEED] [-d KIND] [-L N] [-v[v]] [-l]\n"
            "  -c  comma list of collectives (default: all)\n"
            "  -n  largest element count (default 4096); counts are 0, 1, primes below it, and it\n"
            "  -t  comma list of types (default: all for reductions, a representative set for data movement)\n"
            "  -o  comma list of reduction ops (default: all applicable)\n"
            "  -m  communicators: world,dup,reversed,split (default: world)\n"
+           "  -d  buffers the collectives see: host (default), device (GPU memory on every rank),\n"
+           "      mixed (GPU memory on even ranks, host on odd), mixed-odd (the other way round);\n"
+           "      exits 77 when a GPU is needed and there is none\n"
+           "  -L  with a GPU kind: also N calls on freshly allocated device buffers; fails if\n"
+           "      device memory in use grows\n"
            "  -l  list collectives, types and ops\n"
            "  exit status: 0 all matched, 1 a mismatch, 2 usage\n");
+}
+
+/* -L: calls on device buffers allocated and freed around each call, at sizes that
+ * cycle so that a freed address is often handed out again. Device memory in use
+ * (cuMemGetInfo) after the first tenth of the calls is the baseline: it must not
+ * grow by the end. Returns the number of ranks that saw growth (on rank 0). */
+static long leak_calls;
+static long leak_check(int world_rank, int world_size)
+{
+    static const size_t sizes[] = { 1024, 65536, 4096, 1 << 20, 256 };
+    size_t base = 0, used;
+    long grew = 0, x;
+    int sum_ok = 1;
+    for (long i = 0; i < leak_calls; i++) {
+        size_t n = sizes[i % 5] / sizeof(int);
+        int *h = xalloc(n * sizeof(int) * (size_t)world_size), *d;
+        for (size_t k = 0; k < n; k++) h[k] = (int)(k % 7) + world_rank;
+        d = coll_buf(h, n * sizeof(int) * (size_t)world_size, 1);
+        switch (i % 3) {
+        case 0: MPI_Allreduce(MPI_IN_PLACE, d, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); break;
+        case 1: MPI_Allgather(MPI_IN_PLACE, (int)n, MPI_INT, d, (int)n, MPI_INT, MPI_COMM_WORLD); break;
+        default: MPI_Bcast(d, (int)n, MPI_INT, (int)(i % world_size), MPI_COMM_WORLD); break;
+        }
+        coll_done();
+        if (i % 3 == 0) {   /* the sum of (k % 7) + r over ranks */
+            for (size_t k = 0; k < n && sum_ok; k++)
+                sum_ok = h[k] == world_size * (int)(k % 7) + world_size * (world_size - 1) / 2;
+        }
+        free(h);
+        if (i == leak_calls / 10) base = devbuf_used_bytes();
+    }
+    used = devbuf_used_bytes();
+    x = used > base || !sum_ok;
+    printf("coll_check: rank %d: %ld calls on fresh device buffers: device memory in use %zu -> %zu bytes%s%s\n",
+           world_rank, leak_calls, base, used, used > base ? " GREW" : "", sum_ok ? "" : ", WRONG SUMS");
+    fflush(stdout);
+    if (world_rank == 0) {
+        grew = x;
+        for (int r = 1; r < world_size; r++) {
+            MPI_Recv(&x, 1, MPI_LONG, r, 995, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            grew += x;
+        }
+    } else {
+        MPI_Send(&x, 1, MPI_LONG, 0, 995, MPI_COMM_WORLD);
+    }
+    return grew;
 }
 
 /* One line naming each rank's processor (host), gathered with point-to-point:
@@ -597,6 +714,13 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-o") && v) { osel = v; a++; }
         else if (!strcmp(s, "-m") && v) { msel = v; a++; }
         else if (!strcmp(s, "-s") && v) { g_seed = strtoull(v, NULL, 0); a++; }
+        else if (!strcmp(s, "-d") && v) {
+            int k = 0;
+            while (k < 4 && strcmp(v, kind_names[k])) k++;
+            if (k == 4) err = 1; else buf_kind = k;
+            a++;
+        }
+        else if (!strcmp(s, "-L") && v) { leak_calls = atol(v); a++; }
         else if (!strcmp(s, "-v")) verbose++;
         else if (!strcmp(s, "-vv")) verbose += 2;
         else if (!strcmp(s, "-l")) list = 1;
@@ -604,6 +728,38 @@ int main(int argc, char **argv)
     }
     if (max_count < 1) err = 1;
     if (err) { MPI_Finalize(); return 2; }
+    my_world_rank = world_rank;
+    if (buf_kind != KIND_HOST) {
+        /* Every rank initialises the driver (mixed runs too), and all agree to skip. */
+        char why[256] = "";
+        MPI_Comm node;
+        int local = 0, ok, all_ok = 0;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_free(&node);
+        ok = devbuf_init(local, why, sizeof why) == 0;
+        /* point-to-point only: the collectives are under test */
+        if (world_rank == 0) {
+            all_ok = ok;
+            for (int r = 1; r < world_size; r++) {
+                int x;
+                MPI_Recv(&x, 1, MPI_INT, r, 996, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                all_ok &= x;
+            }
+            for (int r = 1; r < world_size; r++) MPI_Send(&all_ok, 1, MPI_INT, r, 996, MPI_COMM_WORLD);
+        } else {
+            MPI_Send(&ok, 1, MPI_INT, 0, 996, MPI_COMM_WORLD);
+            MPI_Recv(&all_ok, 1, MPI_INT, 0, 996, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        if (!all_ok) {
+            if (!ok) printf("coll_check: SKIP -d %s: rank %d: %s\n", kind_names[buf_kind], world_rank, why);
+            MPI_Finalize();
+            return 77;
+        }
+        if (world_rank == 0)
+            printf("coll_check: buffers: %s (GPU %d: %s)\n", kind_names[buf_kind], devbuf_device(),
+                   devbuf_name());
+    }
     init_types_ops();
     if (list) {
         if (world_rank == 0) {
@@ -672,6 +828,7 @@ int main(int argc, char **argv)
         for (int r = 1; r < world_size; r++) MPI_Send(&total_failed, 1, MPI_LONG, r, 998, MPI_COMM_WORLD);
     else
         MPI_Recv(&total_failed, 1, MPI_LONG, 0, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (leak_calls > 0 && buf_kind != KIND_HOST) total_failed += leak_check(world_rank, world_size);
     if (world_rank == 0) printf("coll_check: %s\n", total_failed ? "FAIL" : "PASS");
     for (int k = 0; k < NTYPES; k++) if (types[k].kind >= K_VECD) MPI_Type_free(&types[k].dt);
     MPI_Op_free(&mpi_ops[O_USUM]); MPI_Op_free(&mpi_ops[O_UMAT]);

@@ -1,0 +1,368 @@
+/*
+ * coll_strata_staged.c - the previous component's collectives on device buffers.
+ *
+ * Where strata hands a call to the component it replaced, that component (tuned,
+ * basic, ... in a build of Open MPI that is not CUDA-aware) must never see a device
+ * pointer. Each wrapper here copies this rank's device buffers into host memory
+ * (the whole span the datatype and counts cover, so holes keep their contents),
+ * calls the previous component on the host copies, and copies the receive side
+ * back. Host buffers pass straight through; each rank decides for its own buffers,
+ * so a call where some ranks pass device memory and others host memory works.
+ */
+#include "coll_strata.h"
+
+#include <stdlib.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/output.h"
+#include "strata_device.h"
+
+/* One buffer region [dev + lo, dev + lo + len) and its host copy. */
+typedef struct staged {
+    char *dev;      /* the caller's device pointer; NULL when nothing is staged */
+    char *host;     /* malloc'ed copy of the region */
+    ptrdiff_t lo;
+    size_t len;
+} staged_t;
+
+#define STAGED_INIT { NULL, NULL, 0, 0 }
+
+static int is_device(const void *p)
+{
+    return NULL != p && MPI_IN_PLACE != p && STRATA_MEM_DEVICE == strata_buffer_kind(p);
+}
+
+/* The bytes count elements of dt cover, from the buffer pointer: [*lo, *lo + *len). */
+static void span(struct ompi_datatype_t *dt, size_t count, ptrdiff_t *lo, size_t *len)
+{
+    *len = (size_t) opal_datatype_span(&dt->super, count, lo);
+}
+
+/* The same for blocks of counts[i] elements at displs[i] extents (the v-collectives). */
+static void span_blocks(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
+                        ptrdiff_t *lo, size_t *len)
+{
+    ptrdiff_t dlb = 0, extent = 0, first = 0, end = 0;
+    int i, any = 0;
+    ompi_datatype_get_extent(dt, &dlb, &extent);
+    for (i = 0; i < n; ++i) {
+        ptrdiff_t gap = 0, start;
+        size_t l;
+        if (counts[i] <= 0) {
+            continue;
+        }
+        l = (size_t) opal_datatype_span(&dt->super, (size_t) counts[i], &gap);
+        start = (ptrdiff_t) displs[i] * extent + gap;
+        if (!any || start < first) first = start;
+        if (!any || start + (ptrdiff_t) l > end) end = start + (ptrdiff_t) l;
+        any = 1;
+    }
+    *lo = first;
+    *len = any ? (size_t) (end - first) : 0;
+}
+
+/* Where buf is device memory and the region is not empty, copies it to host memory
+ * and sets *use to the host pointer that stands for buf; otherwise *use = buf. */
+static int stage_in(void *buf, ptrdiff_t lo, size_t len, staged_t *s, void **use)
+{
+    *use = buf;
+    if (0 == len || !is_device(buf)) {
+        return MPI_SUCCESS;
+    }
+    s->host = malloc(len);
+    if (NULL == s->host) {
+        opal_output(mca_coll_strata_component.output,
+                    "coll:strata: cannot allocate %zu bytes to stage a device buffer", len);
+        return MPI_ERR_NO_MEM;
+    }
+    s->dev = (char *) buf;
+    s->lo = lo;
+    s->len = len;
+    if (0 != strata_device_copy(s->host, s->dev + lo, len)) {
+        free(s->host);
+        s->host = NULL;
+        s->dev = NULL;
+        return MPI_ERR_INTERN;
+    }
+    *use = s->host - lo;
+    return MPI_SUCCESS;
+}
+
+/* Copies the host copy back when copy_back and rc is success; frees it. */
+static int stage_out(staged_t *s, int copy_back, int rc)
+{
+    if (NULL != s->dev && copy_back && MPI_SUCCESS == rc &&
+        0 != strata_device_copy(s->dev + s->lo, s->host, s->len)) {
+        rc = MPI_ERR_INTERN;
+    }
+    free(s->host);
+    s->host = NULL;
+    s->dev = NULL;
+    return rc;
+}
+
+static void say_staging(const char *coll)
+{
+    static int said = 0;
+    if (mca_coll_strata_component.verbose >= 2 || (mca_coll_strata_component.verbose >= 1 && !said)) {
+        opal_output(mca_coll_strata_component.output,
+                    "coll:strata: %d: %s: device buffers staged through host memory for the "
+                    "previous component",
+                    ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll);
+        said = 1;
+    }
+}
+
+/* Stages a send buffer and a receive buffer (unless in place) with the given
+ * regions; the caller runs the collective on *s_use / *r_use. */
+static int stage_pair(const void *sbuf, ptrdiff_t slo, size_t slen, void *rbuf, ptrdiff_t rlo,
+                      size_t rlen, staged_t *s, staged_t *r, void **s_use, void **r_use)
+{
+    int rc = MPI_SUCCESS;
+    *s_use = (void *) sbuf;
+    if (MPI_IN_PLACE != sbuf) {
+        rc = stage_in((void *) sbuf, slo, slen, s, s_use);
+    }
+    if (MPI_SUCCESS == rc) {
+        rc = stage_in(rbuf, rlo, rlen, r, r_use);
+    }
+    return rc;
+}
+
+int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                   int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t lo;
+    size_t len;
+    int rc;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev.allreduce_module);
+    }
+    say_staging("allreduce");
+    span(dtype, (size_t) count, &lo, &len);
+    rc = stage_pair(sbuf, lo, len, rbuf, lo, len, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.allreduce(su, ru, count, dtype, op, m->comm, m->prev.allreduce_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                int root)
+{
+    int is_root = ompi_comm_rank(m->comm) == root;
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t lo;
+    size_t len;
+    int rc;
+    if (!is_device(sbuf) && !(is_root && is_device(rbuf))) {
+        return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, m->comm, m->prev.reduce_module);
+    }
+    say_staging("reduce");
+    span(dtype, (size_t) count, &lo, &len);
+    rc = stage_pair(sbuf, lo, len, rbuf, lo, is_root ? len : 0, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.reduce(su, ru, count, dtype, op, root, m->comm, m->prev.reduce_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, is_root, rc);
+}
+
+int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count,
+                               struct ompi_datatype_t *dtype, int root)
+{
+    staged_t b = STAGED_INIT;
+    void *bu;
+    ptrdiff_t lo;
+    size_t len;
+    int rc;
+    if (!is_device(buf)) {
+        return m->prev.bcast(buf, count, dtype, root, m->comm, m->prev.bcast_module);
+    }
+    say_staging("bcast");
+    span(dtype, (size_t) count, &lo, &len);
+    rc = stage_in(buf, lo, len, &b, &bu);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.bcast(bu, count, dtype, root, m->comm, m->prev.bcast_module);
+    }
+    return stage_out(&b, ompi_comm_rank(m->comm) != root, rc);
+}
+
+int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                   struct ompi_datatype_t *rdtype)
+{
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
+    int rc;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
+                                 m->prev.allgather_module);
+    }
+    say_staging("allgather");
+    span(sdtype, (size_t) scount, &slo, &slen);
+    span(rdtype, (size_t) rcount * (size_t) ompi_comm_size(m->comm), &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.allgather(su, scount, sdtype, ru, rcount, rdtype, m->comm,
+                               m->prev.allgather_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_allgatherv(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                    struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                    const int *disps, struct ompi_datatype_t *rdtype)
+{
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
+    int rc;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m->comm,
+                                  m->prev.allgatherv_module);
+    }
+    say_staging("allgatherv");
+    span(sdtype, (size_t) scount, &slo, &slen);
+    span_blocks(rdtype, ompi_comm_size(m->comm), rcounts, disps, &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.allgatherv(su, scount, sdtype, ru, rcounts, disps, rdtype, m->comm,
+                                m->prev.allgatherv_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
+                                        const int *rcounts, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op)
+{
+    int i, n = ompi_comm_size(m->comm), rank = ompi_comm_rank(m->comm), rc;
+    size_t total = 0, slen, rlen;
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m->comm,
+                                      m->prev.reduce_scatter_module);
+    }
+    say_staging("reduce_scatter");
+    for (i = 0; i < n; ++i) {
+        total += (size_t) rcounts[i];
+    }
+    span(dtype, total, &slo, &slen);
+    span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) rcounts[rank], &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.reduce_scatter(su, ru, rcounts, dtype, op, m->comm,
+                                    m->prev.reduce_scatter_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const void *sbuf,
+                                              void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                              struct ompi_op_t *op)
+{
+    size_t total = (size_t) rcount * (size_t) ompi_comm_size(m->comm), slen, rlen;
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    int rc;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m->comm,
+                                            m->prev.reduce_scatter_block_module);
+    }
+    say_staging("reduce_scatter_block");
+    span(dtype, total, &slo, &slen);
+    span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) rcount, &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.reduce_scatter_block(su, ru, rcount, dtype, op, m->comm,
+                                          m->prev.reduce_scatter_block_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf, int scount,
+                                  struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                  struct ompi_datatype_t *rdtype)
+{
+    size_t n = (size_t) ompi_comm_size(m->comm), slen, rlen;
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    int rc;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
+                                m->prev.alltoall_module);
+    }
+    say_staging("alltoall");
+    span(sdtype, (size_t) scount * n, &slo, &slen);
+    span(rdtype, (size_t) rcount * n, &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.alltoall(su, scount, sdtype, ru, rcount, rdtype, m->comm,
+                              m->prev.alltoall_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf,
+                                   const int *scounts, const int *sdisps,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                   const int *rdisps, struct ompi_datatype_t *rdtype)
+{
+    int n = ompi_comm_size(m->comm), rc;
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo = 0, rlo;
+    size_t slen = 0, rlen;
+    if (!is_device(sbuf) && !is_device(rbuf)) {
+        return m->prev.alltoallv(sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype,
+                                 m->comm, m->prev.alltoallv_module);
+    }
+    say_staging("alltoallv");
+    if (MPI_IN_PLACE != sbuf) {
+        span_blocks(sdtype, n, scounts, sdisps, &slo, &slen);
+    }
+    span_blocks(rdtype, n, rcounts, rdisps, &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = m->prev.alltoallv(su, scounts, sdisps, sdtype, ru, rcounts, rdisps, rdtype, m->comm,
+                               m->prev.alltoallv_module);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}
+
+int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                               void *rblock, int rcount, struct ompi_datatype_t *rdtype)
+{
+    staged_t s = STAGED_INIT, r = STAGED_INIT;
+    void *su, *ru;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
+    int rc;
+    span(sdtype, (size_t) scount, &slo, &slen);
+    span(rdtype, (size_t) rcount, &rlo, &rlen);
+    rc = stage_pair(sbuf, slo, slen, rblock, rlo, rlen, &s, &r, &su, &ru);
+    if (MPI_SUCCESS == rc) {
+        rc = ompi_datatype_sndrcv(su, scount, sdtype, ru, rcount, rdtype);
+    }
+    stage_out(&s, 0, rc);
+    return stage_out(&r, 1, rc);
+}

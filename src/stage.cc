@@ -1,0 +1,190 @@
+// src/stage.cc - device buffers through host staging (see stage.h).
+#include "stage.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "mem/classify.h"
+#include "mem/cuda_domain.h"
+#include "strata_device.h"
+
+namespace strata {
+
+namespace {
+
+void add(std::vector<Block> *v, size_t offset, size_t bytes) {
+    if (bytes > 0) v->push_back({offset, bytes});
+}
+
+void merge(std::vector<Block> *v) {
+    std::sort(v->begin(), v->end(), [](const Block &x, const Block &y) { return x.offset < y.offset; });
+    size_t n = 0;
+    for (const Block &b : *v) {
+        if (n > 0 && b.offset <= (*v)[n - 1].offset + (*v)[n - 1].bytes) {
+            Block &last = (*v)[n - 1];
+            last.bytes = std::max(last.offset + last.bytes, b.offset + b.bytes) - last.offset;
+        } else {
+            (*v)[n++] = b;
+        }
+    }
+    v->resize(n);
+}
+
+size_t extent(const std::vector<Block> &v) { return v.empty() ? 0 : v.back().offset + v.back().bytes; }
+
+// The domain of the GPU holding ptr, or nullptr when ptr is not device memory.
+// Managed and page-locked host memory are host-accessible: no staging for them.
+Status device_domain(const void *ptr, MemDomain **dom) {
+    *dom = nullptr;
+    int device = -1;
+    if (ptr == nullptr || classify(ptr, &device) != MemKind::Device) return STRATA_OK;
+    std::string why;
+    *dom = cuda_domain(device, &why);
+    if (*dom == nullptr) {
+        log(0, "buffer %p is memory of GPU %d, but its domain is unavailable: %s", ptr, device,
+            why.c_str());
+        return STRATA_ERR_DEVICE;
+    }
+    return STRATA_OK;
+}
+
+}  // namespace
+
+void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std::vector<Block> *in,
+                 std::vector<Block> *out) {
+    in->clear();
+    out->clear();
+    const size_t es = strata_dtype_size(a.dtype);
+    switch (coll) {
+        case STRATA_COLL_ALLREDUCE:
+            add(in, 0, a.bytes());
+            add(out, 0, a.bytes());
+            break;
+        case STRATA_COLL_REDUCE:
+            add(in, 0, a.bytes());
+            if (rank == a.root) add(out, 0, a.bytes());
+            break;
+        case STRATA_COLL_REDUCE_SCATTER:
+            add(in, 0, a.bytes());
+            add(out, 0, a.counts[rank] * es);
+            break;
+        case STRATA_COLL_ALLGATHER:
+            add(in, 0, a.count);
+            for (int r = 0; r < size; ++r) add(out, a.displs[r], a.counts[r]);
+            break;
+        case STRATA_COLL_BCAST:
+            if (rank == a.root) {
+                add(in, 0, a.count);
+            } else {
+                add(out, 0, a.count);
+            }
+            break;
+        case STRATA_COLL_ALLTOALL:
+            for (int r = 0; r < size; ++r) {
+                add(in, a.send_displs[r], a.send_counts[r]);
+                add(out, a.displs[r], a.counts[r]);
+            }
+            break;
+        default:
+            break;
+    }
+    merge(in);
+    merge(out);
+}
+
+Status Staging::HostBuf::reserve(MemDomain &d, size_t n) {
+    if (n <= bytes && dom == &d) return STRATA_OK;
+    drop();
+    void *p = nullptr;
+    STRATA_CHECK(d.alloc_host(n, &p));
+    dom = &d;
+    ptr = static_cast<char *>(p);
+    bytes = n;
+    return STRATA_OK;
+}
+
+void Staging::HostBuf::drop() {
+    if (ptr != nullptr) dom->release_host(ptr);
+    dom = nullptr;
+    ptr = nullptr;
+    bytes = 0;
+}
+
+Staging::~Staging() {
+    send_.drop();
+    recv_.drop();
+}
+
+Status Staging::copy_blocks(MemDomain &dom, char *dst, const char *src,
+                            const std::vector<Block> &blocks, size_t dst_shift) {
+    tickets_.assign(blocks.size(), Ticket{});
+    for (size_t i = 0; i < blocks.size(); ++i)
+        STRATA_CHECK(dom.copy(dst + dst_shift + blocks[i].offset, src + blocks[i].offset,
+                              blocks[i].bytes, &tickets_[i]));
+    for (Ticket &t : tickets_) STRATA_CHECK(wait_ticket(dom, &t));
+    return STRATA_OK;
+}
+
+Status Staging::enter(strata_coll_t coll, int rank, int size, CollArgs *a) {
+    active_ = false;
+    out_dom_ = nullptr;
+    MemDomain *sdom = nullptr, *rdom = nullptr;
+    STRATA_CHECK(device_domain(a->sendbuf, &sdom));
+    STRATA_CHECK(device_domain(a->recvbuf, &rdom));
+    if (sdom == nullptr && rdom == nullptr) return STRATA_OK;
+    active_ = true;
+    call_blocks(coll, *a, rank, size, &in_, &out_);
+
+    const char *dev_send = static_cast<const char *>(a->sendbuf);
+    char *dev_recv = static_cast<char *>(a->recvbuf);
+    // In place: the inputs live inside the receive buffer (at sendbuf - recvbuf).
+    const bool alias = a->recvbuf != nullptr && (a->in_place || a->sendbuf == a->recvbuf);
+    if (alias) {
+        if (rdom == nullptr) return STRATA_OK;  // host memory after all
+        const size_t shift = static_cast<size_t>(dev_send - dev_recv);
+        STRATA_CHECK(recv_.reserve(*rdom, std::max(extent(out_), shift + extent(in_))));
+        STRATA_CHECK(copy_blocks(*rdom, recv_.ptr, dev_send, in_, shift));
+        a->recvbuf = recv_.ptr;
+        a->sendbuf = recv_.ptr + shift;
+    } else {
+        if (sdom != nullptr) {
+            STRATA_CHECK(send_.reserve(*sdom, extent(in_)));
+            STRATA_CHECK(copy_blocks(*sdom, send_.ptr, dev_send, in_, 0));
+            a->sendbuf = send_.ptr;
+        }
+        if (rdom != nullptr) {
+            STRATA_CHECK(recv_.reserve(*rdom, extent(out_)));
+            a->recvbuf = recv_.ptr;
+        }
+    }
+    if (rdom != nullptr) {
+        out_dom_ = rdom;
+        out_dev_ = dev_recv;
+        out_host_ = recv_.ptr;
+    }
+    return STRATA_OK;
+}
+
+Status Staging::leave() {
+    if (!active_ || out_dom_ == nullptr) return STRATA_OK;
+    active_ = false;
+    return copy_blocks(*out_dom_, out_dev_, out_host_, out_, 0);
+}
+
+}  // namespace strata
+
+extern "C" int strata_device_copy(void *dst, const void *src, size_t bytes) {
+    using namespace strata;
+    if (bytes == 0) return 0;
+    MemDomain *dom = nullptr;
+    if (device_domain(dst, &dom) != STRATA_OK || (dom == nullptr && device_domain(src, &dom) != STRATA_OK))
+        return -1;
+    if (dom == nullptr) {
+        memcpy(dst, src, bytes);
+        return 0;
+    }
+    Ticket t;
+    if (dom->copy(dst, src, bytes, &t) != STRATA_OK || wait_ticket(*dom, &t) != STRATA_OK) return -1;
+    return 0;
+}

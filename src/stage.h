@@ -1,0 +1,67 @@
+// src/stage.h - device buffers through host staging, decided by each rank alone.
+//
+// A rank whose buffers of a call are GPU memory copies the call's inputs into
+// page-locked host memory, runs on those copies the same schedule every other rank
+// runs, and copies its outputs back before the call returns. Only how this rank
+// moves its own bytes changes: whether strata runs and which algorithm do not
+// depend on where any rank's buffers live (DESIGN.md, principle 1), so a call where
+// some ranks pass device and others host buffers works.
+#ifndef STRATA_STAGE_H
+#define STRATA_STAGE_H
+
+#include <vector>
+
+#include "algo/algo.h"
+#include "mem/domain.h"
+
+namespace strata {
+
+// A byte range of a buffer: what a collective reads or writes there.
+struct Block {
+    size_t offset, bytes;
+};
+
+// What `coll` reads from a.sendbuf (*in) and writes to a.recvbuf (*out) on rank
+// `rank` of `size`, sorted and with touching or overlapping blocks merged; empty blocks left out.
+void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std::vector<Block> *in,
+                 std::vector<Block> *out);
+
+class Staging {
+public:
+    Staging() = default;
+    ~Staging();
+    Staging(const Staging &) = delete;
+    Staging &operator=(const Staging &) = delete;
+
+    // Where a's buffers are device memory, copies the inputs to host memory, waits,
+    // and points *a at the host copies. active() says whether anything was staged.
+    Status enter(strata_coll_t coll, int rank, int size, CollArgs *a);
+    // Copies the outputs back into the device buffers and waits: afterwards the
+    // result is visible to host code and to any later CUDA work.
+    Status leave();
+    bool active() const { return active_; }
+
+private:
+    // Grow-only host memory from one domain (page-locked for a GPU).
+    struct HostBuf {
+        MemDomain *dom = nullptr;
+        char *ptr = nullptr;
+        size_t bytes = 0;
+        Status reserve(MemDomain &d, size_t n);
+        void drop();
+    };
+    // dst + dst_shift + b.offset <- src + b.offset for every block, then waits.
+    Status copy_blocks(MemDomain &dom, char *dst, const char *src, const std::vector<Block> &blocks,
+                       size_t dst_shift);
+
+    HostBuf send_, recv_;
+    bool active_ = false;
+    MemDomain *out_dom_ = nullptr;  // set when the outputs go back to a device buffer
+    char *out_dev_ = nullptr, *out_host_ = nullptr;
+    std::vector<Block> in_, out_;
+    std::vector<Ticket> tickets_;
+};
+
+}  // namespace strata
+
+#endif

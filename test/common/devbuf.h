@@ -1,0 +1,38 @@
+/* test/common/devbuf.h - GPU buffers for the MPI tests and the benchmark.
+ *
+ * Plain C over the CUDA driver, loaded at run time (dlopen "libcuda.so.1"), so the
+ * test programs build and run without the CUDA toolkit and say why when there is no
+ * GPU. On CI machines test/fakecuda/libcuda.so.1 stands in for the driver (device
+ * memory there is not host-accessible either, so a host read of it crashes as on a
+ * real GPU). Not thread-safe; one context (the device's primary one) per process.
+ */
+#ifndef STRATA_TEST_DEVBUF_H
+#define STRATA_TEST_DEVBUF_H
+
+#include <stddef.h>
+
+/* Loads the driver and makes GPU (local_rank % number of GPUs) current. 0 on
+ * success; otherwise -1 with a one-line reason in why. */
+int devbuf_init(int local_rank, char *why, size_t why_size);
+
+/* The GPU's ordinal and name (after devbuf_init). */
+int devbuf_device(void);
+const char *devbuf_name(void);
+
+/* Device memory (NULL on failure, with a message on stderr). */
+void *devbuf_alloc(size_t bytes);
+void devbuf_free(void *p);
+/* Pinned host memory (cuMemHostAlloc). */
+void *devbuf_alloc_pinned(size_t bytes);
+void devbuf_free_pinned(void *p);
+
+/* Synchronous copies; 0 on success. */
+int devbuf_to_dev(void *dst, const void *src, size_t bytes);
+int devbuf_to_host(void *dst, const void *src, size_t bytes);
+int devbuf_dev_to_dev(void *dst, const void *src, size_t bytes);
+int devbuf_sync(void);
+
+/* Bytes of device memory in use (total - free), or 0 when unknown. */
+size_t devbuf_used_bytes(void);
+
+#endif
