@@ -8,6 +8,15 @@
  * and prints time, algbw, busbw and #wrong for both, then base time / strata time.
  * Timings are ratios within one run: the machines are shared and noisy.
  *
+ * With --device the buffers are GPU memory (test/common/devbuf: the CUDA driver,
+ * loaded at run time). strata gets the device buffers. The module strata replaced
+ * cannot take them (Debian's Open MPI is not CUDA-aware), so the second column is
+ * "staged", what an application does without strata: per call, copy the send buffer
+ * to pinned host memory, run the collective on the strata=off communicator, copy the
+ * result back to the device; all of it timed. %roof compares strata's busbw with a
+ * device-to-device copy measured at the start on every rank at once. No GPU (or no
+ * driver): exit 77 with the reason.
+ *
  * When the info key cannot be honoured, run the job twice instead (perf/compare
  * does this): --single prints the strata columns only, once with the component
  * and once with `--mca coll ^strata`, and perf/compare merges the two tables.
@@ -23,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "test/common/devbuf.h"
 
 typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_BCAST,
                C_ALLTOALL, C_REDUCE } coll_t;
@@ -50,16 +61,45 @@ static size_t min_bytes = 8, max_bytes = 8u << 20;
 static double factor = 2;
 
 /* ------------------------------------------------------------ memory hook
- * Host buffers today. The CUDA path (cudaMalloc + cudaMemcpy for fill/check)
- * belongs here and only here: bench_alloc/bench_free/bench_to_dev/bench_to_host. */
+ * Host buffers, or with --device GPU memory from devbuf. Fill and check always go
+ * through host scratch and these copies, so no host code touches device memory.
+ * A failed copy is counted (devbuf says why on stderr) and fails the run. */
+static long live_bufs;        /* device and pinned buffers not yet freed */
+static long copy_failures;
+
 static void *bench_alloc(size_t bytes)
 {
-    if (on_device) return NULL;    /* not built: see --device in usage() */
-    return malloc(bytes ? bytes : 1);
+    if (!on_device) return malloc(bytes ? bytes : 1);
+    void *p = devbuf_alloc(bytes);
+    live_bufs += NULL != p;
+    return p;
 }
-static void bench_free(void *p) { free(p); }
-static void bench_to_dev(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-static void bench_to_host(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+static void bench_free(void *p)
+{
+    if (!on_device) { free(p); return; }
+    if (p) { devbuf_free(p); live_bufs--; }
+}
+static void bench_to_dev(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_dev(dst, src, n);
+}
+static void bench_to_host(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_host(dst, src, n);
+}
+/* Pinned host memory for the staged baseline (device mode only). */
+static void *bench_alloc_pinned(size_t bytes)
+{
+    void *p = devbuf_alloc_pinned(bytes);
+    live_bufs += NULL != p;
+    return p;
+}
+static void bench_free_pinned(void *p)
+{
+    if (p) { devbuf_free_pinned(p); live_bufs--; }
+}
 
 /* ---------------------------------------------------------------- values
  * Small integers, so every reduction order is exact and #wrong is meaningful. */
@@ -158,8 +198,24 @@ static void run_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
     }
 }
 
+/* A measured side: a communicator and how the buffers reach it. hs == NULL: directly.
+ * Otherwise (the device-mode baseline) through the pinned host buffers hs/hr, as an
+ * application does without a CUDA-aware MPI: device -> host, the collective on host
+ * memory, host -> device, only the copies each rank needs. */
+typedef struct { MPI_Comm comm; void *hs, *hr; } side_t;
+
+static void run_side(const shape_t *s, const side_t *d, void *sb, void *rb)
+{
+    size_t es = (size_t)types[type].size;
+    if (!d->hs) { run_once(s, sb, rb, d->comm); return; }
+    if (coll != C_BCAST || rank == 0) bench_to_host(d->hs, sb, s->send_elems * es);
+    run_once(s, d->hs, d->hr, d->comm);
+    if (coll == C_BCAST) { if (rank != 0) bench_to_dev(sb, d->hs, s->send_elems * es); }
+    else if (coll != C_REDUCE || rank == 0) bench_to_dev(rb, d->hr, s->recv_elems * es);
+}
+
 /* Fill inputs, run once, count wrong elements on this rank. */
-static long check_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
+static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb)
 {
     size_t es = (size_t)types[type].size, nsend = s->send_elems, nrecv = s->recv_elems;
     char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
@@ -171,7 +227,7 @@ static long check_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
     }
     bench_to_dev(sb, hs, nsend * es);
     if (coll != C_BCAST) memset(hr, 0, nrecv * es), bench_to_dev(rb, hr, nrecv * es);
-    run_once(s, sb, rb, comm);
+    run_side(s, d, sb, rb);
     bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
     for (size_t i = 0; i < nrecv; i++) {
         double e;
@@ -192,19 +248,77 @@ static long check_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
 
 typedef struct { double us; long wrong; } result_t;
 
-static result_t measure(const shape_t *s, void *sb, void *rb, MPI_Comm comm, MPI_Comm ctl)
+static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, MPI_Comm ctl)
 {
     result_t r = { 0, 0 };
-    long w = check ? check_once(s, sb, rb, comm) : 0;
-    for (int k = 0; k < warmup; k++) run_once(s, sb, rb, comm);
+    long w = check ? check_once(s, d, sb, rb) : 0;
+    for (int k = 0; k < warmup; k++) run_side(s, d, sb, rb);
     MPI_Barrier(ctl);
     double t0 = MPI_Wtime();
-    for (int k = 0; k < iters; k++) run_once(s, sb, rb, comm);
+    for (int k = 0; k < iters; k++) run_side(s, d, sb, rb);
+    if (on_device) devbuf_sync();    /* nothing left running on the GPU counts as done */
     double mean = (MPI_Wtime() - t0) / iters * 1e6;
     /* reductions of the results run on the control communicator (never strata) */
     MPI_Allreduce(&mean, &r.us, 1, MPI_DOUBLE, MPI_MAX, ctl);
     MPI_Allreduce(&w, &r.wrong, 1, MPI_LONG, MPI_SUM, ctl);
     return r;
+}
+
+/* ---------------------------------------------------------------- device
+ * Device-to-device copy bandwidth, the roofline for device-buffer collectives: the
+ * best of a few copies of `bytes`, on every rank at once (ranks that share a GPU share
+ * its memory bandwidth, so this is what one rank gets under that sharing), bytes
+ * counted once as busbw counts them. The minimum over ranks; 0 if any rank failed. */
+static double roofline(size_t bytes, MPI_Comm ctl)
+{
+    void *a = devbuf_alloc(bytes), *b = devbuf_alloc(bytes);
+    int ok = a && b && !devbuf_dev_to_dev(b, a, bytes) && !devbuf_sync();   /* warm up */
+    double best = 0, bw = 0, all;
+    for (int k = 0; k < 10; k++) {
+        MPI_Barrier(ctl);
+        if (!ok) continue;
+        double t0 = MPI_Wtime();
+        ok = !devbuf_dev_to_dev(b, a, bytes) && !devbuf_sync();
+        double t = MPI_Wtime() - t0;
+        if (best == 0 || t < best) best = t;
+    }
+    if (ok && best > 0) bw = (double)bytes / best / 1e9;
+    devbuf_free(a); devbuf_free(b);
+    MPI_Allreduce(&bw, &all, 1, MPI_DOUBLE, MPI_MIN, ctl);
+    return all;
+}
+
+/* devbuf_init on every rank with its node-local rank. 0 if all ranks have a GPU;
+ * otherwise 77, with the first failing rank's reason printed by rank 0. Sets
+ * *sharing to the most ranks that share one GPU (same host, same ordinal). Only
+ * ctl carries collectives, so strata sets up nothing for the node communicator. */
+static int device_init(MPI_Comm ctl, int *sharing)
+{
+    MPI_Comm node;
+    int lr, ok, first, mine, same = 0;
+    char why[256] = "";
+    MPI_Comm_split_type(ctl, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_free(&node);
+    ok = 0 == devbuf_init(lr, why, sizeof why);
+    mine = ok ? nranks : rank;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctl);
+    if (first < nranks) {
+        if (first != 0 && rank == first) MPI_Send(why, sizeof why, MPI_CHAR, 0, 0, ctl);
+        if (first != 0 && rank == 0) MPI_Recv(why, sizeof why, MPI_CHAR, first, 0, ctl, MPI_STATUS_IGNORE);
+        if (rank == 0) fprintf(stderr, "strata_bench: --device: %s\n", why);
+        return 77;
+    }
+    struct { int dev; char host[MPI_MAX_PROCESSOR_NAME]; } me, *all = malloc(sizeof me * nranks);
+    int hl;
+    memset(&me, 0, sizeof me);
+    me.dev = devbuf_device();
+    MPI_Get_processor_name(me.host, &hl);
+    MPI_Allgather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, ctl);
+    for (int r = 0; r < nranks; r++) same += all[r].dev == me.dev && !strcmp(all[r].host, me.host);
+    MPI_Allreduce(&same, sharing, 1, MPI_INT, MPI_MAX, ctl);
+    free(all);
+    return 0;
 }
 
 static size_t parse_size(const char *s)
@@ -215,6 +329,75 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
+/* ---------------------------------------------------------------- output */
+static void print_header(MPI_Comm ctl, double roof, int sharing, size_t used_at_start)
+{
+    char host[MPI_MAX_PROCESSOR_NAME]; int hl;
+    MPI_Get_processor_name(host, &hl);
+    char *hosts = rank == 0 ? malloc((size_t)nranks * MPI_MAX_PROCESSOR_NAME) : NULL;
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, ctl);
+    if (rank != 0) return;
+    int nhosts = 0;
+    for (int r = 0; r < nranks; r++) {
+        int seen = 0;
+        for (int q = 0; q < r; q++) seen |= !strcmp(hosts + q * MPI_MAX_PROCESSOR_NAME, hosts + r * MPI_MAX_PROCESSOR_NAME);
+        nhosts += !seen;
+    }
+    free(hosts);
+    const char *cn = "?";
+    for (size_t k = 0; k < sizeof coll_names / sizeof coll_names[0]; k++) if (coll_names[k].id == coll) cn = coll_names[k].name;
+    printf("# strata_bench: %s, %d ranks on %d host(s), %s buffers, warmup %d, iters %d\n",
+           cn, nranks, nhosts, on_device ? "device" : "host", warmup, iters);
+    if (!on_device) {
+        printf("# strata: MPI_COMM_WORLD dup; base: %s\n", single ? "(not in this run: --single)"
+               : "MPI_Comm_dup_with_info(strata=off) in the same job");
+        printf("# time = max over ranks of the mean per call; ratio = base time / strata time\n#\n");
+    } else {
+        printf("# device: rank 0 on GPU %d (%s); device memory in use at start: %zu bytes\n",
+               devbuf_device(), devbuf_name(), used_at_start);
+        printf("# strata: MPI_COMM_WORLD dup, given the device buffers\n# staged: %s\n", single
+               ? "(not in this run: --single)"
+               : "host staging without strata, what an application does without a CUDA-aware MPI:\n"
+                 "#   per call, device -> pinned host copy, the same collective on host buffers on\n"
+                 "#   MPI_Comm_dup_with_info(strata=off), host -> device copy; all of it timed");
+        printf("# time = max over ranks of the mean per call; ratio = staged time / strata time\n");
+        if (roof > 0)
+            printf("# roofline: device-to-device copy %.1f GB/s per rank (measured, %d ranks sharing)\n"
+                   "# %%roof = strata busbw / roofline * 100\n#\n", roof, sharing);
+        else
+            printf("# roofline: not measured (a device allocation or copy failed)\n#\n");
+    }
+    if (single)
+        printf("# %10s %11s %7s %5s %11s %11s %11s %7s%s\n", "size(B)", "count", "type", "op",
+               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", on_device ? "  %roof" : "");
+    else
+        printf("# %10s %11s %7s %5s | %-42s | %-42s | %6s%s\n# %10s %11s %7s %5s | %9s %10s %10s %8s | %9s %10s %10s %8s | %6s%s\n",
+               "", "", "", "", "strata", on_device ? "staged (host staging, without strata)" : "base (without strata)",
+               "", on_device ? "       " : "",
+               "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "#wrong",
+               "time(us)", "algbw", "busbw", "#wrong", "ratio", on_device ? "  %roof" : "");
+    fflush(stdout);
+}
+
+static void print_row(const shape_t *s, result_t rs, result_t rbase, int reduction, double roof)
+{
+    size_t es = (size_t)types[type].size;
+    double gb = (double)s->bytes / 1e9;
+    double a1 = gb / (rs.us / 1e6), a2 = single ? 0 : gb / (rbase.us / 1e6);
+    if (single)
+        printf("  %10zu %11zu %7s %5s %11.2f %11.3f %11.3f %7ld", s->bytes, s->bytes / es,
+               types[type].name, reduction ? ops[opi].name : "none", rs.us, a1, a1 * s->bus, rs.wrong);
+    else
+        printf("  %10zu %11zu %7s %5s | %9.2f %10.3f %10.3f %8ld | %9.2f %10.3f %10.3f %8ld | %6.2f",
+               s->bytes, s->bytes / es, types[type].name, reduction ? ops[opi].name : "none",
+               rs.us, a1, a1 * s->bus, rs.wrong, rbase.us, a2, a2 * s->bus, rbase.wrong,
+               rbase.us / rs.us);
+    if (on_device && roof > 0) printf(" %6.1f", a1 * s->bus / roof * 100);
+    else if (on_device) printf(" %6s", "-");
+    printf("\n");
+    fflush(stdout);
+}
+
 static void usage(void)
 {
     printf("usage: strata_bench [-c COLL] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
@@ -223,7 +406,8 @@ static void usage(void)
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
-           "  --device   device buffers: not built yet (the CUDA hook is bench_alloc() in strata_bench.c)\n");
+           "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
+           "             host staging: device -> pinned host, the collective without strata, host -> device\n");
 }
 
 int main(int argc, char **argv)
@@ -263,12 +447,6 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if (on_device) {
-        if (rank == 0) fprintf(stderr, "strata_bench: --device is not built yet (CUDA path lands with the device issue)\n");
-        MPI_Finalize();
-        return 77;
-    }
-
     /* ctl: barriers and result reductions, never timed. strata: the measured
      * communicator. base: the same ranks with strata switched off by info key. */
     MPI_Comm ctl, cs, cb = MPI_COMM_NULL;
@@ -281,70 +459,64 @@ int main(int argc, char **argv)
     MPI_Info_free(&info);
     rcounts = malloc(sizeof(int) * nranks);
 
-    char host[MPI_MAX_PROCESSOR_NAME]; int hl;
-    MPI_Get_processor_name(host, &hl);
-    char *hosts = rank == 0 ? malloc((size_t)nranks * MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, ctl);
-    if (rank == 0) {
-        int nhosts = 0;
-        for (int r = 0; r < nranks; r++) {
-            int seen = 0;
-            for (int q = 0; q < r; q++) seen |= !strcmp(hosts + q * MPI_MAX_PROCESSOR_NAME, hosts + r * MPI_MAX_PROCESSOR_NAME);
-            nhosts += !seen;
-        }
-        const char *cn = "?";
-        for (size_t k = 0; k < sizeof coll_names / sizeof coll_names[0]; k++) if (coll_names[k].id == coll) cn = coll_names[k].name;
-        printf("# strata_bench: %s, %d ranks on %d host(s), %s buffers, warmup %d, iters %d\n",
-               cn, nranks, nhosts, on_device ? "device" : "host", warmup, iters);
-        printf("# strata: MPI_COMM_WORLD dup; base: %s\n", single ? "(not in this run: --single)"
-               : "MPI_Comm_dup_with_info(strata=off) in the same job");
-        printf("# time = max over ranks of the mean per call; ratio = base time / strata time\n#\n");
-        if (single)
-            printf("# %10s %11s %7s %5s %11s %11s %11s %7s\n", "size(B)", "count", "type", "op",
-                   "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-        else
-            printf("# %10s %11s %7s %5s | %-42s | %-42s | %6s\n# %10s %11s %7s %5s | %9s %10s %10s %8s | %9s %10s %10s %8s | %6s\n",
-                   "", "", "", "", "strata", "base (without strata)", "",
-                   "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "#wrong",
-                   "time(us)", "algbw", "busbw", "#wrong", "ratio");
-        fflush(stdout);
-        free(hosts);
+    int status = 0, sharing = 1;
+    double roof = 0;
+    size_t used_at_start = 0;
+    if (on_device && (status = device_init(ctl, &sharing)) == 0) {
+        size_t largest = 0;     /* the largest buffer of the sweep */
+        for (double b = (double)min_bytes; b <= (double)max_bytes * 1.0000001; b *= factor)
+            if (shape_of((size_t)b).count) largest = shape_of((size_t)b).bytes;
+        roof = largest ? roofline(largest, ctl) : 0;
+        MPI_Barrier(ctl);
+        used_at_start = devbuf_used_bytes();
     }
+    if (status == 0) print_header(ctl, roof, sharing, used_at_start);
 
     long total_wrong = 0;
     int reduction = coll != C_BCAST && coll != C_ALLGATHER && coll != C_ALLTOALL;
-    for (double b = (double)min_bytes; b <= (double)max_bytes * 1.0000001; b *= factor) {
+    for (double b = (double)min_bytes; status == 0 && b <= (double)max_bytes * 1.0000001; b *= factor) {
         shape_t s = shape_of((size_t)b);
         if (s.count == 0) continue;
         for (int r = 0; r < nranks; r++) rcounts[r] = (int)s.count;
         size_t es = (size_t)types[type].size;
         void *sb = bench_alloc(s.send_elems * es), *rb = bench_alloc(s.recv_elems * es);
-        /* alternate which side goes first so drift in machine load hits both */
-        static int flip;
-        result_t rs, rbase = { 0, 0 };
-        if (!single && (flip ^= 1)) { rbase = measure(&s, sb, rb, cb, ctl); rs = measure(&s, sb, rb, cs, ctl); }
-        else { rs = measure(&s, sb, rb, cs, ctl); if (!single) rbase = measure(&s, sb, rb, cb, ctl); }
-        total_wrong += rs.wrong + rbase.wrong;
-        if (rank == 0) {
-            double gb = (double)s.bytes / 1e9;
-            double a1 = gb / (rs.us / 1e6), a2 = single ? 0 : gb / (rbase.us / 1e6);
-            if (single)
-                printf("  %10zu %11zu %7s %5s %11.2f %11.3f %11.3f %7ld\n", s.bytes, s.bytes / es,
-                       types[type].name, reduction ? ops[opi].name : "none", rs.us, a1, a1 * s.bus, rs.wrong);
-            else
-                printf("  %10zu %11zu %7s %5s | %9.2f %10.3f %10.3f %8ld | %9.2f %10.3f %10.3f %8ld | %6.2f\n",
-                       s.bytes, s.bytes / es, types[type].name, reduction ? ops[opi].name : "none",
-                       rs.us, a1, a1 * s.bus, rs.wrong, rbase.us, a2, a2 * s.bus, rbase.wrong,
-                       rbase.us / rs.us);
-            fflush(stdout);
+        side_t ds = { cs, NULL, NULL }, db = { cb, NULL, NULL };
+        if (on_device && !single) {
+            db.hs = bench_alloc_pinned(s.send_elems * es);
+            db.hr = bench_alloc_pinned(s.recv_elems * es);
+        }
+        int ok = sb && rb && (!on_device || single || (db.hs && db.hr)), all_ok;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctl);
+        if (all_ok) {
+            /* alternate which side goes first so drift in machine load hits both */
+            static int flip;
+            result_t rs, rbase = { 0, 0 };
+            if (!single && (flip ^= 1)) { rbase = measure(&s, &db, sb, rb, ctl); rs = measure(&s, &ds, sb, rb, ctl); }
+            else { rs = measure(&s, &ds, sb, rb, ctl); if (!single) rbase = measure(&s, &db, sb, rb, ctl); }
+            total_wrong += rs.wrong + rbase.wrong;
+            if (rank == 0) print_row(&s, rs, rbase, reduction, roof);
+        } else {
+            if (rank == 0) printf("# %zu bytes: buffer allocation failed on a rank; stopping\n", s.bytes);
+            status = 1;
         }
         bench_free(sb); bench_free(rb);
+        if (on_device) { bench_free_pinned(db.hs); bench_free_pinned(db.hr); }
     }
-    if (rank == 0) printf("# out of bounds values: %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    if (status != 77 && rank == 0)
+        printf("# out of bounds values: %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    if (on_device && status != 77) {
+        long counts[2] = { copy_failures, live_bufs }, all[2];
+        MPI_Allreduce(counts, all, 2, MPI_LONG, MPI_SUM, ctl);
+        if (rank == 0 && all[0]) printf("# device copies that failed: %ld FAILED\n", all[0]);
+        if (rank == 0 && all[1]) printf("# buffers strata_bench did not free: %ld FAILED\n", all[1]);
+        if (all[0] || all[1]) status = 1;
+        MPI_Barrier(ctl);
+        if (rank == 0) printf("# device memory in use at end: %zu bytes\n", devbuf_used_bytes());
+    }
     free(rcounts);
     MPI_Comm_free(&cs);
     if (cb != MPI_COMM_NULL) MPI_Comm_free(&cb);
     MPI_Comm_free(&ctl);
     MPI_Finalize();
-    return total_wrong ? 1 : 0;
+    return status ? status : total_wrong ? 1 : 0;
 }
