@@ -1,0 +1,966 @@
+// fake_cuda.cc - a CUDA driver test double, built as test/fakecuda/libcuda.so.1.
+//
+// Select it with LD_LIBRARY_PATH=$builddir/test/fakecuda. It exports the driver entry
+// points strata loads (topo/cuda_api.h) under their ABI names, with enough fidelity to
+// catch what a GPU would catch:
+//  - Device memory is a memfd mapped twice: the address handed out is PROT_NONE, so host
+//    code that touches it faults; only the fake's own copy/memset code uses the RW
+//    "shadow" mapping. An IPC handle names the memfd (/proc/PID/fd/N) and its size.
+//  - Streams are worker threads with in-order queues; each queued op first sleeps
+//    FAKECUDA_DELAY_US (default 200), so a caller that skips a wait reads stale data.
+//    The legacy stream (0) runs ops in the caller after draining the blocking streams.
+//  - An event is a pair of counters (recorded, completed); an interprocess event keeps
+//    them in shared memory, so cuIpcOpenEventHandle works across processes.
+//  - As with a real GPU, a process forked after cuInit cannot use the driver: every call
+//    in the child returns CUDA_ERROR_NOT_INITIALIZED.
+// FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count. FAKECUDA_STATS_FILE
+// gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
+// absent on purpose: a caller fails at dlsym instead of running on a silent stub. Kernel
+// launches (and so the CUDA runtime) are not supported.
+#pragma GCC visibility push(default)  // built with -fvisibility=hidden: export the header's API
+#include "fakecuda.h"
+#pragma GCC visibility pop
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// Own minimal types with the ABI of cuda.h (CUDA 13).
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+struct CUctx_st { int dev, refs; };  // a primary context and its retain count
+struct CUstream_st;
+struct CUevent_st;
+typedef CUctx_st *CUcontext;
+typedef CUstream_st *CUstream;
+typedef CUevent_st *CUevent;
+struct CUipcMemHandle { char reserved[64]; };
+struct CUipcEventHandle { char reserved[64]; };
+typedef void (*CUhostFn)(void *);
+
+#define FAKECUDA_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+enum : int {
+    OK = 0, E_VALUE = 1, E_MEMORY = 2, E_NOT_INIT = 3, E_NO_DEVICE = 100, E_DEVICE = 101,
+    E_CONTEXT = 201, E_MAP_FAILED = 205, E_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600,
+    E_REGISTERED = 712, E_NOT_REGISTERED = 713, E_NOT_SUPPORTED = 801, E_UNKNOWN = 999,
+};
+enum : unsigned { MEM_HOST = 1, MEM_DEVICE = 2 };
+enum : unsigned { EVENT_DISABLE_TIMING = 0x2, EVENT_INTERPROCESS = 0x4, STREAM_NON_BLOCKING = 0x1 };
+constexpr int kMaxDevices = 16;
+constexpr int kDeviceAttrMax = 148;  // CU_DEVICE_ATTRIBUTE_MAX in CUDA 13
+constexpr unsigned long long kTotalMem = 16ull << 30;
+constexpr char kMemMagic[8] = {'F', 'A', 'K', 'E', 'C', 'U', 'M', '1'};
+constexpr char kEventMagic[8] = {'F', 'A', 'K', 'E', 'C', 'U', 'E', '1'};
+
+enum class Kind { Device, Managed, Ipc, Host, Registered };
+
+// A range of memory the driver knows, keyed by its start. Device and Ipc ranges have a
+// shadow; the others are ordinary host memory.
+struct Range {
+    Kind kind;
+    size_t size, map_size;  // as requested; page-rounded, as mapped
+    char *shadow;
+    int fd;  // Device: the memfd, open until cuMemFree so IPC peers can open it; else -1
+    unsigned long long id;
+    int dev, refs;                            // refs: Ipc opens of the same handle
+    std::pair<long, unsigned long long> key;  // Ipc: (exporter pid, exporter buffer id)
+};
+
+struct EvState { std::atomic<unsigned long long> recorded{0}, completed{0}; };
+
+// IPC handle payloads (64 bytes on the wire).
+struct MemHandle { char magic[8]; long long pid; int fd, dev; unsigned long long size, id; };
+struct EventHandle { char magic[8]; long long pid; int fd; };
+static_assert(sizeof(MemHandle) <= 64 && sizeof(EventHandle) <= 64, "IPC handles are 64 bytes");
+
+}  // namespace
+
+struct CUevent_st {
+    unsigned flags;
+    std::shared_ptr<EvState> st;  // queued ops hold it too, so destroy never races them
+    int fd;                       // interprocess: the memfd holding *st; else -1
+};
+
+struct CUstream_st {
+    unsigned flags;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> q;  // the front one runs; popped once done
+    bool stop = false;
+    std::thread worker;
+};
+
+namespace {
+
+struct Global {
+    std::mutex mu;  // everything below; never held while a worker runs or sleeps
+    std::map<uintptr_t, Range> ranges;
+    std::map<std::pair<long, unsigned long long>, uintptr_t> ipc_open;
+    std::map<CUstream, std::shared_ptr<CUstream_st>> streams;
+    std::map<CUevent, std::unique_ptr<CUevent_st>> events;
+    CUctx_st ctx[kMaxDevices];
+    std::atomic<bool> inited{false}, forked{false};
+    int ndev = 0;
+    std::atomic<unsigned> delay_us{200};
+    unsigned long long next_id = 1, total_dev = 0;
+};
+
+// Never destroyed: workers and the exit-time stats writer may outlive static destructors.
+Global &g() {
+    static Global *p = new Global;
+    return *p;
+}
+
+thread_local CUcontext tl_ctx = nullptr;
+
+CUresult ready(bool need_ctx, bool args_ok = true) {
+    if (!g().inited.load() || g().forked.load()) return E_NOT_INIT;
+    if (need_ctx && tl_ctx == nullptr) return E_CONTEXT;
+    return args_ok ? OK : E_VALUE;
+}
+
+bool valid_dev(CUdevice d) { return d >= 0 && d < g().ndev; }
+
+// The checks every device query starts with.
+CUresult dev_call(const void *out, CUdevice d) {
+    if (CUresult rc = ready(false)) return rc;
+    if (out == nullptr) return E_VALUE;
+    return valid_dev(d) ? OK : E_DEVICE;
+}
+
+template <typename T, typename V>
+CUresult put(T *out, V v) {
+    *out = (T)v;
+    return OK;
+}
+
+size_t page_round(size_t n) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + pg - 1) / pg * pg;
+}
+
+int env_int(const char *name, int def, int lo, int hi) {
+    const char *s = std::getenv(name);
+    if (s == nullptr || *s == '\0') return def;
+    char *end = nullptr;
+    long v = std::strtol(s, &end, 10);
+    if (*end == '\0' && v >= lo && v <= hi) return (int)v;
+    std::fprintf(stderr, "fakecuda: ignoring %s=%s (want %d..%d)\n", name, s, lo, hi);
+    return def;
+}
+
+// The range holding p, or nullptr. Caller holds g().mu.
+Range *find(uintptr_t p, uintptr_t *start) {
+    auto it = g().ranges.upper_bound(p);
+    if (it == g().ranges.begin()) return nullptr;
+    --it;
+    if (p - it->first >= it->second.size) return nullptr;
+    if (start) *start = it->first;
+    return &it->second;
+}
+
+bool has_shadow(const Range *r) { return r && (r->kind == Kind::Device || r->kind == Kind::Ipc); }
+
+// Where the fake itself touches [p, p+n): the shadow inside device memory (interior
+// pointers too), p itself for host memory. E_VALUE for NULL, a device range overrun, or,
+// where the call names a device address (dev), memory the driver does not know (plain
+// host memory, or freed). Caller holds g().mu.
+CUresult xlate(CUdeviceptr p, size_t n, bool dev, char **out) {
+    if (p == 0) return E_VALUE;
+    uintptr_t start = 0;
+    Range *r = find(p, &start);
+    *out = reinterpret_cast<char *>(p);
+    if (dev && r == nullptr) return E_VALUE;
+    if (!has_shadow(r)) return OK;
+    if (n > r->size - (p - start)) return E_VALUE;
+    *out = r->shadow + (p - start);
+    return OK;
+}
+
+unsigned long long live_dev_bytes() {
+    unsigned long long n = 0;
+    for (auto &kv : g().ranges)
+        if (kv.second.kind == Kind::Device || kv.second.kind == Kind::Managed) n += kv.second.size;
+    return n;
+}
+
+// Maps fd twice: PROT_NONE where the caller sees it, RW for the fake.
+CUresult map_pair(int fd, size_t map_size, char **va, char **shadow) {
+    void *a = mmap(nullptr, map_size, PROT_NONE, MAP_SHARED, fd, 0);
+    if (a == MAP_FAILED) return E_MEMORY;
+    void *b = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED) {
+        munmap(a, map_size);
+        return E_MEMORY;
+    }
+    *va = static_cast<char *>(a);
+    *shadow = static_cast<char *>(b);
+    return OK;
+}
+
+// Another process's fd (an exported memfd), or -1.
+int open_peer_fd(long long pid, int fd) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%lld/fd/%d", pid, fd);
+    return open(path, O_RDWR | O_CLOEXEC);
+}
+
+// A device allocation's memfd is named after its buffer id, so that an importer can tell
+// a stale handle (the exporter freed it and reused the fd number) from the real one.
+std::string mem_name(unsigned long long id) { return "fakecuda-mem-" + std::to_string(id); }
+
+bool is_memfd_named(int fd, const std::string &name) {
+    char link[64], target[128];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, target, sizeof target);
+    return n > 0 && std::string(target, (size_t)n).rfind("/memfd:" + name + " ", 0) == 0;
+}
+
+// Writes payload, stamped with magic, into a 64-byte handle.
+template <typename T>
+void put_handle(char (&dst)[64], const char (&magic)[8], T payload) {
+    std::memcpy(payload.magic, magic, 8);
+    std::memset(dst, 0, sizeof dst);
+    std::memcpy(dst, &payload, sizeof payload);
+}
+
+// ---- streams ----------------------------------------------------------------------
+
+void run_worker(CUstream_st *s) {
+    std::unique_lock<std::mutex> l(s->mu);
+    for (;;) {
+        s->cv.wait(l, [s] { return s->stop || !s->q.empty(); });
+        if (s->q.empty()) return;  // stopped, and drained
+        std::function<void()> op = s->q.front();
+        l.unlock();
+        if (unsigned us = g().delay_us.load()) usleep(us);
+        op();
+        l.lock();
+        s->q.pop_front();
+        s->cv.notify_all();
+    }
+}
+
+void drain(CUstream_st *s) {
+    std::unique_lock<std::mutex> l(s->mu);
+    s->cv.wait(l, [s] { return s->q.empty(); });
+}
+
+// Drains every stream, or only the blocking ones (those the legacy stream orders after).
+void drain_all(bool blocking_only) {
+    std::vector<std::shared_ptr<CUstream_st>> all;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        for (auto &kv : g().streams)
+            if (!blocking_only || !(kv.second->flags & STREAM_NON_BLOCKING)) all.push_back(kv.second);
+    }
+    for (auto &s : all) drain(s.get());
+}
+
+// *out stays empty for the default streams: 0 (legacy), 1 (CU_STREAM_LEGACY) and
+// 2 (CU_STREAM_PER_THREAD), which run ops in the caller.
+CUresult lookup_stream(CUstream s, std::shared_ptr<CUstream_st> *out) {
+    if (reinterpret_cast<uintptr_t>(s) <= 2) return OK;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().streams.find(s);
+    if (it == g().streams.end()) return E_HANDLE;
+    *out = it->second;
+    return OK;
+}
+
+// Runs op in s's order: queued on a created stream; at once on a default stream (the
+// legacy one after the blocking streams drain, as the real one orders itself after them).
+CUresult submit(CUstream s, std::function<void()> op) {
+    std::shared_ptr<CUstream_st> sp;
+    if (CUresult rc = lookup_stream(s, &sp)) return rc;
+    if (!sp) {
+        if (reinterpret_cast<uintptr_t>(s) != 2) drain_all(true);
+        op();
+        return OK;
+    }
+    std::lock_guard<std::mutex> l(sp->mu);
+    sp->q.push_back(std::move(op));
+    sp->cv.notify_all();
+    return OK;
+}
+
+// dev_dst, dev_src: the call's signature names that side a device address.
+CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool dev_dst, bool dev_src) {
+    if (CUresult rc = ready(true)) return rc;
+    if (n == 0) return OK;
+    char *to = nullptr, *from = nullptr;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        CUresult rc = xlate(dst, n, dev_dst, &to);
+        if (rc == OK) rc = xlate(src, n, dev_src, &from);
+        if (rc != OK) return rc;
+    }
+    return submit(s, [to, from, n] { std::memmove(to, from, n); });
+}
+
+CUresult fill(CUdeviceptr dst, unsigned v, size_t n, size_t width, CUstream s) {
+    if (CUresult rc = ready(true)) return rc;
+    if ((width == 4 && (dst & 3)) || n > SIZE_MAX / width) return E_VALUE;
+    if (n == 0) return OK;
+    char *to = nullptr;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        if (CUresult rc = xlate(dst, n * width, true, &to)) return rc;
+    }
+    return submit(s, [to, v, n, width] {
+        if (width == 1) std::memset(to, (int)(v & 0xff), n);
+        else for (size_t i = 0; i < n; ++i) std::memcpy(to + 4 * i, &v, 4);
+    });
+}
+
+// ---- events -----------------------------------------------------------------------
+
+std::shared_ptr<EvState> event_state(CUevent e) {
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().events.find(e);
+    return it == g().events.end() ? nullptr : it->second->st;
+}
+
+void advance(std::atomic<unsigned long long> &c, unsigned long long to) {
+    unsigned long long cur = c.load();
+    while (cur < to && !c.compare_exchange_weak(cur, to)) {
+    }
+}
+
+void wait_reached(const EvState &st, unsigned long long target) {
+    while (st.completed.load() < target) usleep(20);
+}
+
+// An EvState in a shared mapping of fd (a memfd of one page).
+std::shared_ptr<EvState> map_event(int fd, bool construct) {
+    const size_t n = page_round(sizeof(EvState));
+    void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return nullptr;
+    EvState *st = construct ? new (p) EvState : static_cast<EvState *>(p);
+    return std::shared_ptr<EvState>(st, [n](EvState *s) { munmap(s, n); });
+}
+
+CUresult add_event(std::unique_ptr<CUevent_st> ev, CUevent *out) {
+    std::lock_guard<std::mutex> l(g().mu);
+    *out = ev.get();
+    g().events[ev.get()] = std::move(ev);
+    return OK;
+}
+
+// ---- host-visible allocations and frees -------------------------------------------------
+
+CUresult host_alloc(size_t n, Kind k, void **out) {
+    const size_t ms = page_round(n);
+    void *p = mmap(nullptr, ms, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return E_MEMORY;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (k == Kind::Managed && n > kTotalMem - live_dev_bytes()) {
+        munmap(p, ms);
+        return E_MEMORY;
+    }
+    g().total_dev += k == Kind::Managed;
+    g().ranges[(uintptr_t)p] = Range{k, n, ms, nullptr, -1, g().next_id++, tl_ctx->dev, 1, {}};
+    *out = p;
+    return OK;
+}
+
+// Forgets the range starting at p if its kind is k or k2 (else err); then, like the real
+// driver's frees, drains the streams so queued work never sees it unmapped, and unmaps.
+CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
+    if (CUresult rc = ready(false)) return rc;
+    Range r;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        auto it = g().ranges.find(p);
+        if (it == g().ranges.end() || (it->second.kind != k && it->second.kind != k2)) return err;
+        if (it->second.kind == Kind::Ipc && --it->second.refs > 0) return OK;
+        r = it->second;
+        if (r.kind == Kind::Ipc) g().ipc_open.erase(r.key);
+        g().ranges.erase(it);
+    }
+    if (r.kind == Kind::Registered) return OK;  // the caller's memory
+    drain_all(false);
+    munmap(reinterpret_cast<void *>(p), r.map_size);
+    if (r.shadow) munmap(r.shadow, r.map_size);
+    if (r.fd >= 0) close(r.fd);
+    return OK;
+}
+
+// ---- pointer attributes -------------------------------------------------------------
+
+size_t attr_size(int a) {
+    switch (a) {
+        case 2: case 8: case 9: case 10: case 13: return 4;  // unsigned, int or bool-as-int
+        case 1: case 3: case 4: case 7: case 11: case 12: return 8;
+        default: return 0;
+    }
+}
+
+// E_VALUE for an unsupported attribute, an unknown pointer, or the host pointer of device
+// memory. Caller holds g().mu.
+CUresult attr(int a, void *data, CUdeviceptr p) {
+    const size_t sz = attr_size(a);
+    uintptr_t start = 0;
+    const Range *r = find(p, &start);
+    if (sz == 0 || r == nullptr) return E_VALUE;
+    const bool host = r->kind == Kind::Host || r->kind == Kind::Registered;
+    unsigned long long v = 0;
+    switch (a) {
+        case 1: v = (uintptr_t)&g().ctx[r->dev]; break;   // CONTEXT
+        case 2: v = host ? MEM_HOST : MEM_DEVICE; break;  // MEMORY_TYPE (managed: device)
+        case 3: v = p; break;                             // DEVICE_POINTER: unified addressing
+        case 4:                                           // HOST_POINTER
+            if (has_shadow(r)) return E_VALUE;
+            v = p;
+            break;
+        case 7: v = r->id; break;                      // BUFFER_ID
+        case 8: v = r->kind == Kind::Managed; break;   // IS_MANAGED
+        case 9: v = (unsigned)r->dev; break;           // DEVICE_ORDINAL
+        case 10: v = r->kind == Kind::Device; break;   // IS_LEGACY_CUDA_IPC_CAPABLE
+        case 11: v = start; break;                     // RANGE_START_ADDR
+        case 12: v = r->size; break;                   // RANGE_SIZE
+        case 13: v = 1; break;                         // MAPPED
+    }
+    const unsigned u = (unsigned)v;
+    std::memcpy(data, sz == 4 ? static_cast<const void *>(&u) : &v, sz);
+    return OK;
+}
+
+struct ErrorText { int code; const char *name, *text; };
+const ErrorText kErrors[] = {
+    {OK, "CUDA_SUCCESS", "no error"},
+    {E_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {E_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {E_NOT_INIT, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {E_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {E_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {E_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {E_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+    {E_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {E_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {E_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {E_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "memory range already registered"},
+    {E_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "memory range not registered"},
+    {E_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {E_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+CUresult error_text(CUresult e, const char **out, bool name) {
+    if (out == nullptr) return E_VALUE;
+    *out = nullptr;
+    for (const ErrorText &t : kErrors)
+        if (t.code == e) *out = name ? t.name : t.text;
+    return *out ? OK : E_VALUE;
+}
+
+void write_stats_at_exit() {
+    const char *path = std::getenv("FAKECUDA_STATS_FILE");
+    if (path == nullptr || *path == '\0' || g().forked.load()) return;  // a forked child owns nothing
+    struct fakecuda_stats s;
+    fakecuda_stats(&s);
+    if (FILE *f = std::fopen(path, "a")) {
+        std::fprintf(f, "fakecuda pid=%ld dev_allocs=%llu dev_bytes=%llu ipc_open=%llu host_allocs=%llu "
+                        "registered=%llu events=%llu streams=%llu\n",
+                     (long)getpid(), s.dev_allocs, s.dev_bytes, s.ipc_open, s.host_allocs, s.registered,
+                     s.events, s.streams);
+        std::fclose(f);
+    }
+}
+
+void on_fork_child() {
+    if (g().inited.load()) g().forked = true;
+}
+
+__attribute__((constructor)) void register_hooks() {
+    std::atexit(write_stats_at_exit);
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+}
+
+}  // namespace
+
+// ---- accounting -----------------------------------------------------------------------
+
+FAKECUDA_API int fakecuda_stats(struct fakecuda_stats *out) {
+    if (out == nullptr) return -1;
+    std::memset(out, 0, sizeof *out);
+    std::lock_guard<std::mutex> l(g().mu);
+    for (auto &kv : g().ranges) {
+        const Range &r = kv.second;
+        if (r.kind == Kind::Device || r.kind == Kind::Managed) {
+            ++out->dev_allocs;
+            out->dev_bytes += r.size;
+        }
+        out->ipc_open += r.kind == Kind::Ipc;
+        out->host_allocs += r.kind == Kind::Host;
+        out->registered += r.kind == Kind::Registered;
+    }
+    out->events = g().events.size();
+    out->streams = g().streams.size();
+    out->total_dev_allocs = g().total_dev;
+    return 0;
+}
+
+// ---- initialisation, devices, contexts ------------------------------------------------
+
+FAKECUDA_API CUresult cuInit(unsigned flags) {
+    if (flags != 0) return E_VALUE;
+    Global &G = g();
+    if (G.forked.load()) return E_NOT_INIT;
+    std::lock_guard<std::mutex> l(G.mu);
+    if (G.inited.load()) return OK;
+    G.ndev = env_int("FAKECUDA_DEVICES", 1, 0, kMaxDevices);
+    if (G.ndev == 0) return E_NO_DEVICE;
+    G.delay_us = (unsigned)env_int("FAKECUDA_DELAY_US", 200, 0, 10000000);
+    for (int i = 0; i < kMaxDevices; ++i) G.ctx[i] = CUctx_st{i, 0};
+    G.inited = true;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuDriverGetVersion(int *v) {
+    if (v == nullptr) return E_VALUE;
+    return put(v, 13000);
+}
+
+FAKECUDA_API CUresult cuGetErrorString(CUresult e, const char **s) { return error_text(e, s, false); }
+FAKECUDA_API CUresult cuGetErrorName(CUresult e, const char **s) { return error_text(e, s, true); }
+
+FAKECUDA_API CUresult cuDeviceGetCount(int *n) {
+    if (CUresult rc = ready(false, n != nullptr)) return rc;
+    return put(n, g().ndev);
+}
+
+FAKECUDA_API CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+    if (CUresult rc = dev_call(d, ordinal)) return rc;
+    return put(d, ordinal);
+}
+
+FAKECUDA_API CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+    if (CUresult rc = dev_call(name, d)) return rc;
+    if (len <= 0) return E_VALUE;
+    std::snprintf(name, (size_t)len, "strata fake GPU");
+    return OK;
+}
+
+FAKECUDA_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+    if (CUresult rc = dev_call(bytes, d)) return rc;
+    return put(bytes, kTotalMem);
+}
+
+// An H100-like part; attributes not listed read 0 (so: no virtual memory management, no
+// memory pools, no GPUDirect RDMA). PCI bus ids differ per GPU.
+FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
+    if (CUresult rc = dev_call(v, d)) return rc;
+    if (attrib < 1 || attrib >= kDeviceAttrMax) return E_VALUE;
+    static const int kValues[][2] = {
+        {1, 1024}, {2, 1024}, {3, 1024}, {4, 64},        // max threads per block, block dims
+        {5, 2147483647}, {6, 65535}, {7, 65535},         // grid dims
+        {8, 49152}, {9, 65536}, {10, 32}, {12, 65536},   // shared/block, constant, warp, registers/block
+        {13, 1980000}, {16, 132}, {39, 2048}, {81, 233472},  // clock kHz, SMs, threads and shared per SM
+        {19, 1}, {31, 1}, {37, 5120}, {38, 52428800},    // map host, concurrent kernels, bus width, L2
+        {40, 3}, {41, 1}, {75, 9}, {76, 0},              // copy engines, UVA, compute capability 9.0
+        {83, 1}, {89, 1}, {91, 1}, {99, 1},              // managed (+concurrent), registered host ptr, register
+        {123, 1}, {125, 1},                              // stream wait NOR, IPC events
+    };
+    *v = attrib == 33 ? 0x18 + d : 0;  // PCI_BUS_ID; PCI_DEVICE_ID (34) and PCI_DOMAIN_ID (50) are 0
+    for (const auto &kv : kValues)
+        if (kv[0] == attrib) *v = kv[1];
+    return OK;
+}
+
+// Same device: 0, as the real driver answers.
+FAKECUDA_API CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+    if (CUresult rc = dev_call(can, d)) return rc;
+    if (!valid_dev(peer)) return E_DEVICE;
+    return put(can, d != peer);
+}
+
+FAKECUDA_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
+    if (CUresult rc = dev_call(pctx, d)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    ++g().ctx[d].refs;
+    return put(pctx, &g().ctx[d]);
+}
+
+FAKECUDA_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    if (CUresult rc = dev_call(&d, d)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (g().ctx[d].refs == 0) return E_CONTEXT;
+    --g().ctx[d].refs;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuCtxSetCurrent(CUcontext ctx) {
+    if (CUresult rc = ready(false)) return rc;
+    if (ctx != nullptr && (ctx < g().ctx || ctx >= g().ctx + g().ndev)) return E_CONTEXT;
+    return put(&tl_ctx, ctx);
+}
+
+FAKECUDA_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
+    if (CUresult rc = ready(false, pctx != nullptr)) return rc;
+    return put(pctx, tl_ctx);
+}
+
+FAKECUDA_API CUresult cuCtxGetDevice(CUdevice *d) {
+    if (CUresult rc = ready(true, d != nullptr)) return rc;
+    return put(d, tl_ctx->dev);
+}
+
+FAKECUDA_API CUresult cuCtxSynchronize() {
+    if (CUresult rc = ready(true)) return rc;
+    drain_all(false);
+    return OK;
+}
+
+FAKECUDA_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    if (CUresult rc = ready(true, free_bytes != nullptr && total != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    *total = kTotalMem;
+    return put(free_bytes, kTotalMem - live_dev_bytes());
+}
+
+// ---- memory ---------------------------------------------------------------------------
+
+FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+    if (CUresult rc = ready(true, dptr != nullptr && bytes != 0)) return rc;
+    const size_t ms = page_round(bytes);
+    std::lock_guard<std::mutex> l(g().mu);
+    if (bytes > kTotalMem - live_dev_bytes()) return E_MEMORY;
+    const unsigned long long id = g().next_id++;
+    int fd = memfd_create(mem_name(id).c_str(), MFD_CLOEXEC);
+    if (fd < 0) return E_MEMORY;
+    char *va = nullptr, *shadow = nullptr;
+    if (ftruncate(fd, (off_t)ms) != 0 || map_pair(fd, ms, &va, &shadow) != OK) {
+        close(fd);
+        return E_MEMORY;
+    }
+    g().ranges[(uintptr_t)va] = Range{Kind::Device, bytes, ms, shadow, fd, id, tl_ctx->dev, 1, {}};
+    ++g().total_dev;
+    *dptr = (CUdeviceptr)va;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuMemFree_v2(CUdeviceptr p) {
+    if (p == 0) return ready(false);
+    return free_range(p, Kind::Device, Kind::Managed, E_VALUE);
+}
+
+FAKECUDA_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned flags) {
+    const bool attach_ok = flags == 1 || flags == 2;  // CU_MEM_ATTACH_GLOBAL or _HOST
+    if (CUresult rc = ready(true, dptr != nullptr && bytes != 0 && attach_ok)) return rc;
+    return host_alloc(bytes, Kind::Managed, reinterpret_cast<void **>(dptr));
+}
+
+FAKECUDA_API CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned flags) {
+    if (CUresult rc = ready(true, pp != nullptr && bytes != 0 && !(flags & ~0x7u))) return rc;
+    return host_alloc(bytes, Kind::Host, pp);
+}
+
+FAKECUDA_API CUresult cuMemAllocHost_v2(void **pp, size_t bytes) { return cuMemHostAlloc(pp, bytes, 0); }
+
+FAKECUDA_API CUresult cuMemFreeHost(void *p) {
+    return free_range((uintptr_t)p, Kind::Host, Kind::Host, E_VALUE);
+}
+
+FAKECUDA_API CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+    if (CUresult rc = ready(true, p != nullptr && bytes != 0 && !(flags & ~0xfu))) return rc;
+    const uintptr_t a = (uintptr_t)p;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().ranges.lower_bound(a + bytes);  // the first range starting at or after our end
+    if (it != g().ranges.begin() && (--it)->first + it->second.size > a) return E_REGISTERED;
+    g().ranges[a] = Range{Kind::Registered, bytes, bytes, nullptr, -1, g().next_id++, tl_ctx->dev, 1, {}};
+    return OK;
+}
+
+FAKECUDA_API CUresult cuMemHostUnregister(void *p) {
+    return free_range((uintptr_t)p, Kind::Registered, Kind::Registered, E_NOT_REGISTERED);
+}
+
+// Unified addressing: the device sees pinned host memory at its host address.
+FAKECUDA_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned flags) {
+    if (CUresult rc = ready(true, dptr != nullptr && flags == 0)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    const Range *r = find((uintptr_t)p, nullptr);
+    if (r == nullptr || (r->kind != Kind::Host && r->kind != Kind::Registered)) return E_VALUE;
+    return put(dptr, (CUdeviceptr)p);
+}
+
+FAKECUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    if (CUresult rc = ready(true)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    uintptr_t start = 0;
+    const Range *r = find(p, &start);
+    if (r == nullptr) return E_NOT_FOUND;
+    if (base) *base = start;
+    if (size) *size = r->size;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr p) {
+    if (CUresult rc = ready(false, data != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    return attr(attribute, data, p);
+}
+
+// Unlike the singular form, unknown pointers succeed with every value zero.
+FAKECUDA_API CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data, CUdeviceptr p) {
+    if (CUresult rc = ready(false, n != 0 && attrs != nullptr && data != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    for (unsigned i = 0; i < n; ++i) {
+        if (attr_size(attrs[i]) == 0 || data[i] == nullptr) return E_VALUE;
+        if (attr(attrs[i], data[i], p) != OK) std::memset(data[i], 0, attr_size(attrs[i]));
+    }
+    return OK;
+}
+
+// ---- copies and memsets ---------------------------------------------------------------
+// A side the name calls D must be memory the driver knows (device, managed, IPC-opened,
+// pinned or registered); cuMemcpy/cuMemcpyAsync take any address (unified addressing).
+
+typedef CUdeviceptr Dp;
+typedef CUstream St;
+FAKECUDA_API CUresult cuMemcpy(Dp dst, Dp src, size_t n) { return copy(dst, src, n, 0, false, false); }
+FAKECUDA_API CUresult cuMemcpyHtoD_v2(Dp dst, const void *src, size_t n) {
+    return copy(dst, (Dp)src, n, 0, true, false);
+}
+FAKECUDA_API CUresult cuMemcpyDtoH_v2(void *dst, Dp src, size_t n) {
+    return copy((Dp)dst, src, n, 0, false, true);
+}
+FAKECUDA_API CUresult cuMemcpyDtoD_v2(Dp dst, Dp src, size_t n) { return copy(dst, src, n, 0, true, true); }
+FAKECUDA_API CUresult cuMemcpyAsync(Dp dst, Dp src, size_t n, St s) { return copy(dst, src, n, s, false, false); }
+FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2(Dp dst, const void *src, size_t n, St s) {
+    return copy(dst, (Dp)src, n, s, true, false);
+}
+FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2(void *dst, Dp src, size_t n, St s) {
+    return copy((Dp)dst, src, n, s, false, true);
+}
+FAKECUDA_API CUresult cuMemsetD8_v2(Dp dst, unsigned char v, size_t n) { return fill(dst, v, n, 1, 0); }
+FAKECUDA_API CUresult cuMemsetD32_v2(Dp dst, unsigned v, size_t n) { return fill(dst, v, n, 4, 0); }
+FAKECUDA_API CUresult cuMemsetD8Async(Dp dst, unsigned char v, size_t n, St s) { return fill(dst, v, n, 1, s); }
+FAKECUDA_API CUresult cuMemsetD32Async(Dp dst, unsigned v, size_t n, St s) { return fill(dst, v, n, 4, s); }
+
+// ---- streams ------------------------------------------------------------------------------
+
+FAKECUDA_API CUresult cuStreamCreate(CUstream *ps, unsigned flags) {
+    if (CUresult rc = ready(true, ps != nullptr && !(flags & ~STREAM_NON_BLOCKING))) return rc;
+    auto s = std::make_shared<CUstream_st>();
+    s->flags = flags;
+    s->worker = std::thread(run_worker, s.get());
+    std::lock_guard<std::mutex> l(g().mu);
+    g().streams[s.get()] = s;
+    *ps = s.get();
+    return OK;
+}
+
+FAKECUDA_API CUresult cuStreamDestroy_v2(CUstream s) {
+    if (CUresult rc = ready(false)) return rc;
+    std::shared_ptr<CUstream_st> sp;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        auto it = g().streams.find(s);
+        if (it == g().streams.end()) return E_HANDLE;
+        sp = it->second;
+        g().streams.erase(it);
+    }
+    std::unique_lock<std::mutex> l(sp->mu);
+    sp->stop = true;
+    sp->cv.notify_all();
+    l.unlock();
+    sp->worker.join();  // the worker drains the queue before it stops
+    return OK;
+}
+
+FAKECUDA_API CUresult cuStreamSynchronize(CUstream s) {
+    if (CUresult rc = ready(false)) return rc;
+    std::shared_ptr<CUstream_st> sp;
+    if (CUresult rc = lookup_stream(s, &sp)) return rc;
+    if (sp) drain(sp.get());
+    else if (reinterpret_cast<uintptr_t>(s) != 2) drain_all(true);
+    return OK;
+}
+
+FAKECUDA_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+    if (CUresult rc = ready(false, !(flags & ~1u))) return rc;
+    std::shared_ptr<EvState> st = event_state(e);
+    if (!st) return E_HANDLE;
+    const unsigned long long target = st->recorded.load();  // the latest record as of now
+    return submit(s, [st, target] { wait_reached(*st, target); });
+}
+
+FAKECUDA_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user) {
+    if (CUresult rc = ready(false, fn != nullptr)) return rc;
+    return submit(s, [fn, user] { fn(user); });
+}
+
+// Flags: GEQ 0 (cyclic), EQ 1, AND 2, NOR 3, optionally | FLUSH (1 << 30).
+FAKECUDA_API CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, unsigned value, unsigned flags) {
+    const unsigned op = flags & ~(1u << 30);
+    if (CUresult rc = ready(true, !(addr & 3) && op <= 3)) return rc;
+    char *p = nullptr;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        if (CUresult rc = xlate(addr, 4, true, &p)) return rc;
+    }
+    return submit(s, [p, value, op] {
+        for (;;) {
+            const unsigned v = __atomic_load_n(reinterpret_cast<unsigned *>(p), __ATOMIC_ACQUIRE);
+            const bool met = op == 0 ? (int)(v - value) >= 0 : op == 1 ? v == value
+                           : op == 2 ? (v & value) != 0 : ~(v | value) != 0;
+            if (met) return;
+            usleep(20);
+        }
+    });
+}
+
+// ---- events ---------------------------------------------------------------------------------
+
+FAKECUDA_API CUresult cuEventCreate(CUevent *pe, unsigned flags) {
+    const bool ipc_ok = !(flags & EVENT_INTERPROCESS) || (flags & EVENT_DISABLE_TIMING);  // as the real driver
+    if (CUresult rc = ready(true, pe != nullptr && !(flags & ~0x7u) && ipc_ok)) return rc;
+    std::unique_ptr<CUevent_st> ev(new CUevent_st{flags, nullptr, -1});
+    if (flags & EVENT_INTERPROCESS) {
+        int fd = memfd_create("fakecuda-event", MFD_CLOEXEC);
+        if (fd < 0) return E_MEMORY;
+        if (ftruncate(fd, (off_t)page_round(sizeof(EvState))) != 0 || !(ev->st = map_event(fd, true))) {
+            close(fd);
+            return E_MEMORY;
+        }
+        ev->fd = fd;
+    } else {
+        ev->st = std::make_shared<EvState>();
+    }
+    return add_event(std::move(ev), pe);
+}
+
+FAKECUDA_API CUresult cuEventRecord(CUevent e, CUstream s) {
+    if (CUresult rc = ready(false)) return rc;
+    std::shared_ptr<EvState> st = event_state(e);
+    if (!st) return E_HANDLE;
+    std::shared_ptr<CUstream_st> sp;
+    if (CUresult rc = lookup_stream(s, &sp)) return rc;  // before counting a record
+    const unsigned long long target = st->recorded.fetch_add(1) + 1;
+    return submit(s, [st, target] { advance(st->completed, target); });
+}
+
+FAKECUDA_API CUresult cuEventQuery(CUevent e) {
+    if (CUresult rc = ready(false)) return rc;
+    std::shared_ptr<EvState> st = event_state(e);
+    if (!st) return E_HANDLE;
+    return st->completed.load() >= st->recorded.load() ? OK : E_NOT_READY;
+}
+
+FAKECUDA_API CUresult cuEventSynchronize(CUevent e) {
+    if (CUresult rc = ready(false)) return rc;
+    std::shared_ptr<EvState> st = event_state(e);
+    if (!st) return E_HANDLE;
+    wait_reached(*st, st->recorded.load());
+    return OK;
+}
+
+FAKECUDA_API CUresult cuEventDestroy_v2(CUevent e) {
+    if (CUresult rc = ready(false)) return rc;
+    std::unique_ptr<CUevent_st> ev;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        auto it = g().events.find(e);
+        if (it == g().events.end()) return E_HANDLE;
+        ev = std::move(it->second);
+        g().events.erase(it);
+    }
+    if (ev->fd >= 0) close(ev->fd);
+    return OK;
+}
+
+// ---- IPC ------------------------------------------------------------------------------------
+
+// The handle names the whole allocation holding p (p may be interior).
+FAKECUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
+    if (CUresult rc = ready(true, h != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    const Range *r = find(p, nullptr);
+    if (r == nullptr || r->kind != Kind::Device) return E_VALUE;
+    put_handle(h->reserved, kMemMagic, MemHandle{{}, getpid(), r->fd, r->dev, r->size, r->id});
+    return OK;
+}
+
+// Maps the exporter's memfd again (PROT_NONE + shadow). A second open of the same handle
+// returns the same address and counts a reference; the exporting process may not open it.
+FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned flags) {
+    if (CUresult rc = ready(true)) return rc;
+    MemHandle h;
+    std::memcpy(&h, handle.reserved, sizeof h);
+    if (pdptr == nullptr || (flags & ~1u) || std::memcmp(h.magic, kMemMagic, 8) != 0) return E_VALUE;
+    if (h.pid == (long long)getpid()) return E_CONTEXT;
+    const auto key = std::make_pair((long)h.pid, h.id);
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().ipc_open.find(key);
+    if (it != g().ipc_open.end()) {
+        ++g().ranges[it->second].refs;
+        *pdptr = it->second;
+        return OK;
+    }
+    int fd = open_peer_fd(h.pid, h.fd);
+    if (fd < 0) return E_MAP_FAILED;
+    const size_t ms = page_round(h.size);
+    struct stat sb;
+    char *va = nullptr, *shadow = nullptr;
+    const bool ok = is_memfd_named(fd, mem_name(h.id)) && fstat(fd, &sb) == 0 && (size_t)sb.st_size == ms &&
+                    map_pair(fd, ms, &va, &shadow) == OK;
+    close(fd);
+    if (!ok) return E_MAP_FAILED;
+    g().ranges[(uintptr_t)va] = Range{Kind::Ipc, h.size, ms, shadow, -1, g().next_id++, tl_ctx->dev, 1, key};
+    g().ipc_open[key] = (uintptr_t)va;
+    *pdptr = (CUdeviceptr)va;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+    return free_range(p, Kind::Ipc, Kind::Ipc, E_VALUE);
+}
+
+FAKECUDA_API CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e) {
+    if (CUresult rc = ready(true, h != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().events.find(e);
+    if (it == g().events.end()) return E_HANDLE;
+    if (it->second->fd < 0) return E_VALUE;  // not CU_EVENT_INTERPROCESS, or itself imported
+    put_handle(h->reserved, kEventMagic, EventHandle{{}, getpid(), it->second->fd});
+    return OK;
+}
+
+FAKECUDA_API CUresult cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle handle) {
+    if (CUresult rc = ready(true)) return rc;
+    EventHandle h;
+    std::memcpy(&h, handle.reserved, sizeof h);
+    if (pe == nullptr || std::memcmp(h.magic, kEventMagic, 8) != 0) return E_VALUE;
+    if (h.pid == (long long)getpid()) return E_CONTEXT;
+    int fd = open_peer_fd(h.pid, h.fd);
+    if (fd < 0) return E_MAP_FAILED;
+    std::shared_ptr<EvState> st = map_event(fd, false);
+    close(fd);
+    if (!st) return E_MAP_FAILED;
+    std::unique_ptr<CUevent_st> ev(new CUevent_st{EVENT_INTERPROCESS | EVENT_DISABLE_TIMING, st, -1});
+    return add_event(std::move(ev), pe);
+}
