@@ -19,6 +19,7 @@ static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "
 static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
 static_assert((long)ERROR_NO_DEVICE == (long)CUDA_ERROR_NO_DEVICE, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_READY == (long)CUDA_ERROR_NOT_READY, "cuda.h mismatch");
+static_assert((long)ERROR_NOT_FOUND == (long)CUDA_ERROR_NOT_FOUND, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_MEMORY_TYPE == (long)CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_IS_MANAGED == (long)CU_POINTER_ATTRIBUTE_IS_MANAGED, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_DEVICE_ORDINAL == (long)CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "cuda.h mismatch");
@@ -83,7 +84,11 @@ bool Driver::load(std::string *why) {
               sym(h, "cuMemcpyAsync", &MemcpyAsync, why) && sym(h, "cuEventQuery", &EventQuery, why) &&
               sym(h, "cuEventSynchronize", &EventSynchronize, why) &&
               sym(h, "cuCtxGetCurrent", &CtxGetCurrent, why) &&
-              sym(h, "cuPointerGetAttributes", &PointerGetAttributes, why);
+              sym(h, "cuCtxGetDevice", &CtxGetDevice, why) &&
+              sym(h, "cuPointerGetAttributes", &PointerGetAttributes, why) &&
+              sym(h, "cuModuleLoadData", &ModuleLoadData, why) && sym(h, "cuModuleUnload", &ModuleUnload, why) &&
+              sym(h, "cuModuleGetFunction", &ModuleGetFunction, why) &&
+              sym(h, "cuLaunchKernel", &LaunchKernel, why);
     if (ok) {
         std::string ignored;
         if (!sym(h, "cuStreamWaitValue32_v2", &StreamWaitValue32, &ignored))

@@ -19,6 +19,8 @@ typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 typedef struct { char reserved[64]; } CUipcEventHandle;
 
@@ -42,6 +44,7 @@ enum : unsigned {
 // For the memory domain (src/mem): pointer attributes and their values.
 enum : int {
     ERROR_NO_DEVICE = 100,
+    ERROR_NOT_FOUND = 500,
     ERROR_NOT_READY = 600,
     POINTER_ATTR_MEMORY_TYPE = 2,
     POINTER_ATTR_IS_MANAGED = 8,
@@ -94,7 +97,15 @@ struct Driver {
     CUresult (*EventQuery)(CUevent) = nullptr;
     CUresult (*EventSynchronize)(CUevent) = nullptr;
     CUresult (*CtxGetCurrent)(CUcontext *) = nullptr;
+    CUresult (*CtxGetDevice)(CUdevice *) = nullptr;
     CUresult (*PointerGetAttributes)(unsigned, int *, void **, CUdeviceptr) = nullptr;
+    // Kernels (src/mem/cuda_kernels.h): a module from an in-memory fatbin, launched by name.
+    CUresult (*ModuleLoadData)(CUmodule *, const void *) = nullptr;
+    CUresult (*ModuleUnload)(CUmodule) = nullptr;
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *) = nullptr;
+    // (f, grid x/y/z, block x/y/z, shared bytes, stream, kernelParams, extra)
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **) = nullptr;
 
     // dlopen + dlsym of everything. false with *why ("libcuda.so.1: not found",
     // "symbol cuX missing"). Does not call cuInit.

@@ -1,13 +1,17 @@
 // src/mem/cuda_domain.cc - the CUDA memory domain (see cuda_domain.h).
 //
 // Copies are cuMemcpyAsync (unified addressing picks the direction); reductions are
-// the kernels of cuda_kernels.cu, launched on the same stream. Driver calls go through
+// the kernels of cuda_kernels.cu, loaded from the fatbin embedded in the library on the
+// first reduce and launched (cuLaunchKernel) on the same stream. Driver calls go through
 // the run-time loaded table of topo/cuda_api.h, shared with classify().
 #include "mem/cuda_domain.h"
 
 #ifdef STRATA_HAVE_CUDA
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -20,6 +24,7 @@ namespace {
 
 namespace cu = topo::cu;
 constexpr int kMaxDevices = 64;
+constexpr size_t kMaxBlocks = 4096;  // per launch; the kernels loop over the rest
 
 class CudaDomain final : public MemDomain {
 public:
@@ -55,18 +60,29 @@ public:
     Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,
                   strata_op_t op, Ticket *t) override {
         t->pending = nullptr;
-        if (!strata_cuda_reduce_supported(dtype, op)) {
-            log(1, "%s reduce: no device kernel for type %d op %d", name_, (int)dtype, (int)op);
+        const int k = kern::kernel_index(dtype, op);
+        if (k < 0) {
+            log(1, "%s reduce: no device kernel for %s %s", name_, strata_dtype_name(dtype), strata_op_name(op));
             return STRATA_ERR_UNSUPPORTED;
         }
         if (nsrc < 1) return STRATA_ERR_ARG;
         if (count == 0) return STRATA_OK;
         STRATA_CHECK(enter());
-        const int rc = strata_cuda_reduce(dst, srcs, nsrc, count, dtype, op, stream_);
-        if (rc != 0) {
-            log(0, "%s reduce: kernel launch failed: %s", name_, strata_cuda_error_string(rc));
-            return STRATA_ERR_DEVICE;
+        cu::CUfunction f = nullptr;
+        STRATA_CHECK(kernel(k, &f));
+        // A source that only a later launch reads must not be overwritten by an earlier
+        // one: then the partial folds go to scratch and only the last launch writes dst.
+        void *scratch = nullptr;
+        for (int j = kern::kMaxSrcs; j < nsrc && scratch == nullptr; ++j)
+            if (srcs[j] == dst) STRATA_CHECK(alloc(count * strata_dtype_size(dtype), &scratch));
+        Status st = fold(f, k, dst, scratch, srcs, nsrc, count);
+        if (scratch != nullptr) {
+            // Rare (the algorithms reduce into a buffer of their own): wait, then free.
+            const cu::CUresult rc = d_.StreamSynchronize(stream_);
+            if (rc != cu::SUCCESS && st == STRATA_OK) st = device_error("cuStreamSynchronize", rc);
+            release(scratch);
         }
+        if (st != STRATA_OK) return st;
         return record(t);
     }
 
@@ -123,7 +139,87 @@ public:
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFreeHost", rc).c_str());
     }
 
+    Status ipc_export(void *base, IpcHandle *h) override {
+        static_assert(sizeof(IpcHandle) == sizeof(cu::CUipcMemHandle), "IPC handle size");
+        STRATA_CHECK(enter());
+        cu::CUipcMemHandle raw;
+        const cu::CUresult rc = d_.IpcGetMemHandle(&raw, reinterpret_cast<cu::CUdeviceptr>(base));
+        if (rc != cu::SUCCESS) return device_error("cuIpcGetMemHandle", rc);
+        memcpy(h->bytes, raw.reserved, sizeof h->bytes);
+        return STRATA_OK;
+    }
+
+    Status ipc_open(const IpcHandle &h, void **p) override {
+        *p = nullptr;
+        STRATA_CHECK(enter());
+        cu::CUipcMemHandle raw;
+        memcpy(raw.reserved, h.bytes, sizeof raw.reserved);
+        cu::CUdeviceptr dp = 0;
+        const cu::CUresult rc = d_.IpcOpenMemHandle(&dp, raw, cu::IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (rc != cu::SUCCESS) return device_error("cuIpcOpenMemHandle", rc);
+        *p = reinterpret_cast<void *>(dp);
+        return STRATA_OK;
+    }
+
+    void ipc_close(void *p) override {
+        if (p == nullptr || enter() != STRATA_OK) return;
+        const cu::CUresult rc = d_.IpcCloseMemHandle(reinterpret_cast<cu::CUdeviceptr>(p));
+        if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuIpcCloseMemHandle", rc).c_str());
+    }
+
 private:
+    // Queues the launches of kernel f (kKernels[k]) that fold srcs into dst: the first
+    // takes srcs[0..kMaxSrcs), each further one the partial result and up to
+    // kMaxSrcs - 1 more sources, so the order stays MPI's left to right. The partial
+    // results go to acc (dst when null), the last one to dst.
+    Status fold(cu::CUfunction f, int k, void *dst, void *acc, const void *const *srcs, int nsrc, size_t count) {
+        if (acc == nullptr) acc = dst;
+        unsigned long long n = count;
+        const unsigned blocks = static_cast<unsigned>(
+            std::min<size_t>((count + kern::kThreads - 1) / kern::kThreads, kMaxBlocks));
+        int done = 0;
+        while (done < nsrc) {
+            kern::Srcs s{};
+            int m = 0;
+            if (done > 0) s.p[m++] = acc;
+            while (m < kern::kMaxSrcs && done < nsrc) s.p[m++] = srcs[done++];
+            void *out = done == nsrc ? dst : acc;
+            void *params[] = {&out, &s, &m, &n};
+            const cu::CUresult rc =
+                d_.LaunchKernel(f, blocks, 1, 1, kern::kThreads, 1, 1, 0, stream_, params, nullptr);
+            if (rc != cu::SUCCESS) {
+                const std::string call = std::string("cuLaunchKernel ") + kern::kKernels[k].name;
+                log(0, "%s reduce: %s", name_, d_.error(call.c_str(), rc).c_str());
+                return STRATA_ERR_DEVICE;
+            }
+        }
+        return STRATA_OK;
+    }
+
+    // The function of kKernels[k], loading the module (once per domain) and looking the
+    // kernel up (once per kernel) on first use. Needs the context current.
+    Status kernel(int k, cu::CUfunction *f) {
+        if ((*f = fns_[k].load(std::memory_order_acquire)) != nullptr) return STRATA_OK;
+        std::lock_guard<std::mutex> g(mod_mu_);
+        if ((*f = fns_[k].load(std::memory_order_relaxed)) != nullptr) return STRATA_OK;
+        if (load_failed_) return STRATA_ERR_DEVICE;  // said once already
+        cu::CUresult rc;
+        if (module_ == nullptr && (rc = d_.ModuleLoadData(&module_, strata_cuda_fatbin)) != cu::SUCCESS) {
+            module_ = nullptr;
+            load_failed_ = true;
+            log(0, "%s: loading the reduction kernels (%zu-byte fatbin): %s", name_, strata_cuda_fatbin_size,
+                d_.error("cuModuleLoadData", rc).c_str());
+            return STRATA_ERR_DEVICE;
+        }
+        if ((rc = d_.ModuleGetFunction(f, module_, kern::kKernels[k].name)) != cu::SUCCESS) {
+            *f = nullptr;
+            log(0, "%s: kernel %s: %s", name_, kern::kKernels[k].name, d_.error("cuModuleGetFunction", rc).c_str());
+            return STRATA_ERR_DEVICE;
+        }
+        fns_[k].store(*f, std::memory_order_release);
+        return STRATA_OK;
+    }
+
     bool bad(std::string *why, const char *call, cu::CUresult rc) const {
         *why = d_.error(call, rc);
         return false;
@@ -178,6 +274,10 @@ private:
     cu::CUstream stream_ = nullptr;
     std::mutex mu_;
     std::vector<cu::CUevent> free_;
+    std::mutex mod_mu_;  // loading the module and looking kernels up
+    cu::CUmodule module_ = nullptr;  // never unloaded: the domain lives as long as the process
+    bool load_failed_ = false;
+    std::atomic<cu::CUfunction> fns_[kern::kNumKernels] = {};
 };
 
 }  // namespace
@@ -212,9 +312,7 @@ MemDomain *cuda_domain(int device, std::string *why) {
     return domains[device];
 }
 
-bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op) {
-    return strata_cuda_reduce_supported(dtype, op) != 0;
-}
+bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op) { return kern::kernel_index(dtype, op) >= 0; }
 
 }  // namespace strata
 

@@ -13,10 +13,15 @@
 //    them in shared memory, so cuIpcOpenEventHandle works across processes.
 //  - As with a real GPU, a process forked after cuInit cannot use the driver: every call
 //    in the child returns CUDA_ERROR_NOT_INITIALIZED.
+//  - Kernels: cuModuleLoadData takes any image; cuModuleGetFunction knows strata's
+//    reduction kernels by name (the list in src/mem/cuda_kernels.h, e.g.
+//    strata_reduce_uint32_sum) and nothing else (CUDA_ERROR_NOT_FOUND); cuLaunchKernel
+//    checks the launch, translates the operands as copies do, and queues the kernel's
+//    fold written with strata's host functors (src/mem/ops.h) on the stream.
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count. FAKECUDA_STATS_FILE
 // gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
-// absent on purpose: a caller fails at dlsym instead of running on a silent stub. Kernel
-// launches (and so the CUDA runtime) are not supported.
+// absent on purpose: a caller fails at dlsym instead of running on a silent stub. The
+// CUDA runtime (cudaLaunchKernel and friends) does not work on it.
 #pragma GCC visibility push(default)  // built with -fvisibility=hidden: export the header's API
 #include "fakecuda.h"
 #pragma GCC visibility pop
@@ -44,6 +49,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "strata.h"
+#include "mem/cuda_kernels.h"
+#include "mem/ops.h"
+
 // Own minimal types with the ABI of cuda.h (CUDA 13).
 typedef int CUresult;
 typedef int CUdevice;
@@ -51,9 +60,13 @@ typedef unsigned long long CUdeviceptr;
 struct CUctx_st { int dev, refs; };  // a primary context and its retain count
 struct CUstream_st;
 struct CUevent_st;
+struct CUmod_st;
+struct CUfunc_st;
 typedef CUctx_st *CUcontext;
 typedef CUstream_st *CUstream;
 typedef CUevent_st *CUevent;
+typedef CUmod_st *CUmodule;
+typedef CUfunc_st *CUfunction;
 struct CUipcMemHandle { char reserved[64]; };
 struct CUipcEventHandle { char reserved[64]; };
 typedef void (*CUhostFn)(void *);
@@ -113,6 +126,19 @@ struct CUstream_st {
     std::thread worker;
 };
 
+// A kernel of a loaded module: its entry in strata::kern::kKernels and how to run it.
+struct CUfunc_st {
+    CUmod_st *mod;
+    int kernel;
+    size_t elem_size, elem_align;
+    void (*fold)(char *dst, char *const *srcs, int nsrc, unsigned long long count);
+};
+
+struct CUmod_st {
+    CUcontext ctx;
+    std::unique_ptr<CUfunc_st> fns[strata::kern::kNumKernels];  // made on first lookup
+};
+
 namespace {
 
 struct Global {
@@ -121,6 +147,7 @@ struct Global {
     std::map<std::pair<long, unsigned long long>, uintptr_t> ipc_open;
     std::map<CUstream, std::shared_ptr<CUstream_st>> streams;
     std::map<CUevent, std::unique_ptr<CUevent_st>> events;
+    std::map<CUmodule, std::unique_ptr<CUmod_st>> modules;
     CUctx_st ctx[kMaxDevices];
     std::atomic<bool> inited{false}, forked{false};
     int ndev = 0;
@@ -483,9 +510,9 @@ void write_stats_at_exit() {
     fakecuda_stats(&s);
     if (FILE *f = std::fopen(path, "a")) {
         std::fprintf(f, "fakecuda pid=%ld dev_allocs=%llu dev_bytes=%llu ipc_open=%llu host_allocs=%llu "
-                        "registered=%llu events=%llu streams=%llu\n",
+                        "registered=%llu events=%llu streams=%llu modules=%llu\n",
                      (long)getpid(), s.dev_allocs, s.dev_bytes, s.ipc_open, s.host_allocs, s.registered,
-                     s.events, s.streams);
+                     s.events, s.streams, s.modules);
         std::fclose(f);
     }
 }
@@ -519,6 +546,7 @@ FAKECUDA_API int fakecuda_stats(struct fakecuda_stats *out) {
     }
     out->events = g().events.size();
     out->streams = g().streams.size();
+    out->modules = g().modules.size();
     out->total_dev_allocs = g().total_dev;
     return 0;
 }
@@ -963,4 +991,121 @@ FAKECUDA_API CUresult cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle handle)
     if (!st) return E_MAP_FAILED;
     std::unique_ptr<CUevent_st> ev(new CUevent_st{EVENT_INTERPROCESS | EVENT_DISABLE_TIMING, st, -1});
     return add_event(std::move(ev), pe);
+}
+
+// ---- modules and kernels --------------------------------------------------------------
+// The kernels of src/mem/cuda_kernels.cu, run by the stream's worker: the same left fold
+// over the host functors, reading every source of an element before writing it.
+
+namespace {
+
+template <class T, class Op>
+void fold_as(char *dst, char *const *srcs, int nsrc, unsigned long long count) {
+    const Op op{};
+    for (unsigned long long i = 0; i < count; ++i) {
+        T acc = reinterpret_cast<const T *>(srcs[0])[i];
+        for (int k = 1; k < nsrc; ++k) acc = op(acc, reinterpret_cast<const T *>(srcs[k])[i]);
+        reinterpret_cast<T *>(dst)[i] = acc;
+    }
+}
+
+// Fills in how to run kKernels[k] (a pair the list holds, so the functor applies).
+void describe(CUfunc_st *f) {
+    const strata::kern::Kernel &kn = strata::kern::kKernels[f->kernel];
+    strata::dispatch_type(kn.dtype, [&](auto *tp) {
+        using T = std::remove_pointer_t<decltype(tp)>;
+        if constexpr (!std::is_void<T>::value) {
+            f->elem_size = sizeof(T);
+            f->elem_align = alignof(T);
+            strata::dispatch_op(kn.op, [&](auto opv) {
+                using Op = decltype(opv);
+                if constexpr (!std::is_same<Op, std::nullptr_t>::value) {
+                    if constexpr (strata::ops::applies<T, Op>::value) f->fold = &fold_as<T, Op>;
+                }
+            });
+        }
+    });
+}
+
+}  // namespace
+
+FAKECUDA_API CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
+    if (CUresult rc = ready(true, pm != nullptr && image != nullptr)) return rc;
+    std::unique_ptr<CUmod_st> m(new CUmod_st{tl_ctx, {}});
+    std::lock_guard<std::mutex> l(g().mu);
+    *pm = m.get();
+    g().modules[m.get()] = std::move(m);
+    return OK;
+}
+
+// Work already queued keeps what it needs, so unloading never races it.
+FAKECUDA_API CUresult cuModuleUnload(CUmodule m) {
+    if (CUresult rc = ready(false)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    return g().modules.erase(m) ? OK : E_HANDLE;
+}
+
+FAKECUDA_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name) {
+    if (CUresult rc = ready(true, pf != nullptr && name != nullptr)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (g().modules.count(m) == 0) return E_HANDLE;
+    const int k = strata::kern::kernel_by_name(name);
+    if (k < 0) return E_NOT_FOUND;
+    std::unique_ptr<CUfunc_st> &f = m->fns[k];
+    if (!f) {
+        f.reset(new CUfunc_st{m, k, 0, 0, nullptr});
+        describe(f.get());
+        if (f->fold == nullptr) {
+            f.reset();
+            return E_NOT_FOUND;
+        }
+    }
+    return put(pf, f.get());
+}
+
+// The checks a real launch makes (limits of the H100-like part), then the parameters of
+// strata's kernels, (void *dst, Srcs s, int nsrc, unsigned long long count): 1 <= nsrc
+// <= kMaxSrcs, every operand memory the driver knows (as a device address; plain host
+// memory would fault on a GPU) with count elements in range, and aligned for the type
+// (a GPU faults on misaligned loads). The `extra` way of passing parameters is not
+// supported.
+FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
+    if (CUresult rc = ready(true)) return rc;
+    if (extra != nullptr) return E_NOT_SUPPORTED;
+    const bool shape_ok = gx >= 1 && gy >= 1 && gz >= 1 && gx <= 2147483647u && gy <= 65535 && gz <= 65535 &&
+                          bx >= 1 && by >= 1 && bz >= 1 && bx <= 1024 && by <= 1024 && bz <= 64 &&
+                          (unsigned long long)bx * by * bz <= 1024 && shared <= 49152;
+    if (!shape_ok || params == nullptr) return E_VALUE;
+    for (int i = 0; i < 4; ++i)
+        if (params[i] == nullptr) return E_VALUE;
+    void *dst = *static_cast<void **>(params[0]);
+    const strata::kern::Srcs srcs = *static_cast<const strata::kern::Srcs *>(params[1]);
+    const int nsrc = *static_cast<const int *>(params[2]);
+    const unsigned long long count = *static_cast<const unsigned long long *>(params[3]);
+    if (nsrc < 1 || nsrc > strata::kern::kMaxSrcs) return E_VALUE;
+    CUfunc_st fn;
+    char *to = nullptr;
+    std::vector<char *> from((size_t)nsrc);
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        bool live = false;  // without touching *f, which may be gone with its module
+        for (auto &kv : g().modules)
+            for (const auto &known : kv.second->fns) live = live || (f != nullptr && known.get() == f);
+        if (!live) return E_HANDLE;
+        if (f->mod->ctx != tl_ctx) return E_CONTEXT;
+        fn = *f;
+        if (count > SIZE_MAX / fn.elem_size) return E_VALUE;
+        const size_t bytes = count * fn.elem_size;
+        auto operand = [&](const void *p, char **out) -> CUresult {
+            if ((uintptr_t)p % fn.elem_align != 0) return E_VALUE;
+            if (bytes == 0) return OK;
+            return xlate((CUdeviceptr)(uintptr_t)p, bytes, true, out);
+        };
+        if (CUresult rc = operand(dst, &to)) return rc;
+        for (int i = 0; i < nsrc; ++i)
+            if (CUresult rc = operand(srcs.p[i], &from[(size_t)i])) return rc;
+    }
+    if (count == 0) return submit(s, [] {});
+    return submit(s, [fn, to, from, nsrc, count] { fn.fold(to, from.data(), nsrc, count); });
 }

@@ -20,6 +20,7 @@ struct fakecuda_stats {
     unsigned long long events;           /* live events (created or IPC-opened) */
     unsigned long long streams;          /* live streams */
     unsigned long long total_dev_allocs; /* device allocations ever made in this process */
+    unsigned long long modules;          /* loaded modules (cuModuleLoadData, not yet unloaded) */
 };
 
 /* Fills *out with this process's counts. 0, or -1 when out is NULL. Thread-safe. */

@@ -2,7 +2,8 @@
  * fakecuda_selftest.c - shows that the fake CUDA driver behaves like a GPU where it
  * matters to strata's tests: device memory faults on host access, copies round-trip,
  * stream work is really asynchronous, pointer attributes, IPC across processes (memory
- * and events), and the leak counters return to zero.
+ * and events), kernel launches (strata's reductions, emulated by name), and the leak
+ * counters return to zero.
  *
  *   LD_LIBRARY_PATH=test/fakecuda test/fakecuda/fakecuda_selftest
  *
@@ -28,11 +29,15 @@
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext, *CUstream, *CUevent;
+typedef void *CUcontext, *CUstream, *CUevent, *CUmodule, *CUfunction;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 typedef struct { char reserved[64]; } CUipcEventHandle;
 
-enum { NOT_READY = 600, INVALID_VALUE = 1, NO_DEVICE = 100, INVALID_CONTEXT = 201 };
+enum { NOT_READY = 600, INVALID_VALUE = 1, NO_DEVICE = 100, INVALID_CONTEXT = 201, INVALID_HANDLE = 400,
+       NOT_FOUND = 500 };
+
+/* The parameters of strata's reduction kernels (src/mem/cuda_kernels.h). */
+struct srcs { const void *p[8]; };
 
 static struct {
     CUresult (*Init)(unsigned);
@@ -68,6 +73,11 @@ static struct {
     CUresult (*IpcCloseMemHandle)(CUdeviceptr);
     CUresult (*IpcGetEventHandle)(CUipcEventHandle *, CUevent);
     CUresult (*IpcOpenEventHandle)(CUevent *, CUipcEventHandle);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
     int (*Stats)(struct fakecuda_stats *);
 } cu;
 
@@ -79,7 +89,8 @@ static const char *const kNames[] = {
     "cuEventQuery", "cuEventSynchronize", "cuEventDestroy_v2", "cuPointerGetAttribute",
     "cuPointerGetAttributes", "cuMemHostAlloc", "cuMemFreeHost", "cuMemAllocManaged",
     "cuMemHostRegister_v2", "cuMemHostUnregister", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
-    "cuIpcCloseMemHandle", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "fakecuda_stats",
+    "cuIpcCloseMemHandle", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuModuleLoadData",
+    "cuModuleGetFunction", "cuModuleUnload", "cuLaunchKernel", "fakecuda_stats",
 };
 
 static int npass, nfail;
@@ -202,6 +213,16 @@ static int ask_peer(struct request *r) {
 }
 
 static void host_fn(void *flag) { *(volatile int *)flag = 1; }
+
+/* Launches f as strata does: one thread per element in blocks of 256. */
+static CUresult launch(CUfunction f, void *dst, const void *const *src, int nsrc, unsigned long long n, unsigned block,
+                       CUstream s) {
+    struct srcs sp;
+    memset(&sp, 0, sizeof sp);
+    for (int i = 0; i < nsrc && i < 8; ++i) sp.p[i] = src[i];
+    void *params[] = {&dst, &sp, &nsrc, &n};
+    return cu.LaunchKernel(f, (unsigned)((n + 255) / 256), 1, 1, block, 1, 1, 0, s, params, NULL);
+}
 
 int main(int argc, char **argv) {
     char why[256];
@@ -360,7 +381,60 @@ int main(int argc, char **argv) {
               cu.MemAlloc(&reuse, 64) == 0 && ask_peer(&rq) == 0 && cu.MemFree(reuse) == 0,
           "ipc_stale_handle", "the peer opened a handle whose allocation had been freed");
 
-    /* 8. Everything released: the counters are back to zero. */
+    /* 8. Kernels: looked up by name, checked at launch, run in stream order. */
+    {
+        enum { N = SIZE / 4 };
+        static const char image[] = "any image";
+        static unsigned a_in[N], b_in[N], out[N];
+        CUmodule mod = NULL;
+        CUfunction sum = NULL, again = NULL, none = NULL;
+        CUdeviceptr a = 0, b = 0;
+        CUevent kev = NULL;
+        int wrong = 0;
+        check(cu.ModuleLoadData(&mod, image) == 0 && cu.ModuleGetFunction(&sum, mod, "strata_reduce_uint32_sum") == 0 &&
+                  cu.ModuleGetFunction(&again, mod, "strata_reduce_uint32_sum") == 0 && again == sum,
+              "kernel_lookup", "cuModuleGetFunction of strata_reduce_uint32_sum");
+        check(cu.ModuleGetFunction(&none, mod, "strata_reduce_int32_sum") == NOT_FOUND &&
+                  cu.ModuleGetFunction(&none, mod, "vectorAdd") == NOT_FOUND,
+              "kernel_unknown_name", "a name that is not in strata's kernel list was found");
+        for (int i = 0; i < N; ++i) {
+            a_in[i] = (unsigned)i;
+            b_in[i] = 3u * (unsigned)i + 1u;
+        }
+        if (cu.MemAlloc(&a, SIZE) != 0 || cu.MemAlloc(&b, SIZE) != 0 || cu.MemcpyHtoD(a, a_in, SIZE) != 0 ||
+            cu.MemcpyHtoD(b, b_in, SIZE) != 0 || cu.EventCreate(&kev, 2) != 0)
+            return 1;
+        const void *ab[3] = {(void *)(uintptr_t)a, (void *)(uintptr_t)b, (void *)(uintptr_t)a};
+        memset(out, 0, sizeof out);
+        /* b = a + b + a, in place (b is a source too), then copied back on the same stream. */
+        check(launch(sum, (void *)(uintptr_t)b, ab, 3, N, 256, s) == 0 && cu.MemcpyDtoHAsync(out, b, SIZE, s) == 0 &&
+                  cu.EventRecord(kev, s) == 0,
+              "kernel_launch", "cuLaunchKernel of a valid reduction");
+        check(cu.EventQuery(kev) == NOT_READY && out[N - 1] == 0, "kernel_not_done_yet",
+              "the launch completed before the stream ran it");
+        while (cu.EventQuery(kev) == NOT_READY) usleep(1000);
+        for (int i = 0; i < N; ++i) wrong += out[i] != 5u * (unsigned)i + 1u;
+        check(wrong == 0, "kernel_result_when_event_says", "a + b + a is wrong after the event completed");
+        check(launch(sum, (void *)(uintptr_t)b, ab, 3, N, 2048, s) == INVALID_VALUE &&
+                  launch(sum, (void *)(uintptr_t)b, ab, 0, N, 256, s) == INVALID_VALUE &&
+                  launch(sum, (void *)(uintptr_t)b, ab, 9, N, 256, s) == INVALID_VALUE,
+              "kernel_bad_launch", "a 2048-thread block, or 0 or 9 sources, was accepted");
+        const void *host_src[2] = {(void *)(uintptr_t)a, a_in};
+        const void *odd_src[2] = {(void *)(uintptr_t)a, (void *)(uintptr_t)(b + 2)};
+        check(launch(sum, (void *)(uintptr_t)b, host_src, 2, N, 256, s) == INVALID_VALUE &&
+                  launch(sum, (void *)(uintptr_t)b, odd_src, 2, 4, 256, s) == INVALID_VALUE &&
+                  launch(sum, (void *)(uintptr_t)(b + 4), ab, 2, N, 256, s) == INVALID_VALUE,
+              "kernel_bad_operands", "plain host memory, a misaligned source or an overrun was accepted");
+        cu.StreamSynchronize(s);
+        check(cu.ModuleUnload(mod) == 0 && launch(sum, (void *)(uintptr_t)b, ab, 2, N, 256, s) == INVALID_HANDLE &&
+                  cu.ModuleUnload(mod) == INVALID_HANDLE,
+              "kernel_after_unload", "a function of an unloaded module still launched, or unloaded twice");
+        cu.EventDestroy(kev);
+        cu.MemFree(a);
+        cu.MemFree(b);
+    }
+
+    /* 9. Everything released: the counters are back to zero. */
     cu.StreamSynchronize(s);
     cu.StreamDestroy(s);
     cu.EventDestroy(ev);
@@ -370,10 +444,11 @@ int main(int argc, char **argv) {
     struct fakecuda_stats end;
     cu.Stats(&end);
     snprintf(why, sizeof why, "dev_allocs=%llu dev_bytes=%llu ipc_open=%llu host_allocs=%llu registered=%llu "
-             "events=%llu streams=%llu", end.dev_allocs, end.dev_bytes, end.ipc_open, end.host_allocs, end.registered,
-             end.events, end.streams);
+             "events=%llu streams=%llu modules=%llu", end.dev_allocs, end.dev_bytes, end.ipc_open, end.host_allocs,
+             end.registered, end.events, end.streams, end.modules);
     check(end.dev_allocs == 0 && end.dev_bytes == 0 && end.ipc_open == 0 && end.host_allocs == 0 &&
-              end.registered == 0 && end.events == 0 && end.streams == 0 && end.total_dev_allocs == 7,
+              end.registered == 0 && end.events == 0 && end.streams == 0 && end.modules == 0 &&
+              end.total_dev_allocs == 9,
           "stats_zero_after_free", why);
 
     close(to_peer[1]);

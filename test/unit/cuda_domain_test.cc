@@ -1,10 +1,13 @@
 // test/unit/cuda_domain_test.cc - buffer classification and the CUDA memory domain.
 //
-// ClassifyTest runs everywhere (no driver, no GPU, builds without CUDA): host memory
-// must come back Host without crashing. CudaDomainTest needs a GPU and skips with the
-// reason otherwise; it checks every (type, op) the device supports against the host
-// domain bit for bit (the host kernels are checked against an independent model in
-// ops_test.cc), with sources that are small integers so every result is exact.
+// ClassifyTest and CudaKernelListTest run everywhere (no driver, no GPU, builds without
+// CUDA): host memory must come back Host without crashing, and the kernel list must
+// cover every pair MPI defines. CudaDomainTest needs a GPU, or the fake driver
+// (LD_LIBRARY_PATH=test/fakecuda, which runs the same launches with the host functors),
+// and skips with the reason otherwise; it checks every (type, op) the device supports
+// against the host domain bit for bit (the host kernels are checked against an
+// independent model in ops_test.cc), with sources that are small integers so every
+// result is exact.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,6 +17,7 @@
 
 #include "mem/classify.h"
 #include "mem/cuda_domain.h"
+#include "mem/cuda_kernels.h"
 #include "mem/domain.h"
 #include "mem/ops.h"
 #include "strata.h"
@@ -50,6 +54,35 @@ TEST(ClassifyTest, NoDriverMeansNoDomain) {
     }
     EXPECT_EQ(strata::cuda_domain(-1, &why), nullptr);
     EXPECT_FALSE(strata::cuda_reduce_supported(STRATA_LONG_DOUBLE, STRATA_OP_SUM));
+}
+
+// Every pair MPI defines has a kernel but long double ones; the names are the ones the
+// library spells (strata_reduce_<strata_dtype_name>_<strata_op_name>), each once.
+TEST(CudaKernelListTest, CoversEveryPairButLongDouble) {
+    namespace kern = strata::kern;
+    for (int ti = 0; ti < STRATA_DTYPE_COUNT; ++ti) {
+        for (int oi = 0; oi < STRATA_OP_COUNT; ++oi) {
+            const auto dtype = static_cast<strata_dtype_t>(ti);
+            const auto op = static_cast<strata_op_t>(oi);
+            const bool mpi = strata::host_reduce_fn(dtype, op) != nullptr;
+            const bool long_double = dtype == STRATA_LONG_DOUBLE || dtype == STRATA_C_LONG_DOUBLE_COMPLEX;
+            const int k = kern::kernel_index(dtype, op);
+            EXPECT_EQ(k >= 0, mpi && !long_double) << strata_dtype_name(dtype) << " " << strata_op_name(op);
+            if (k < 0) continue;
+            EXPECT_EQ(kern::kKernels[k].op, op);
+            EXPECT_EQ(strata_dtype_size(kern::kKernels[k].dtype), strata_dtype_size(dtype));
+        }
+    }
+    for (int k = 0; k < kern::kNumKernels; ++k) {
+        const kern::Kernel &kn = kern::kKernels[k];
+        EXPECT_EQ(std::string(kn.name),
+                  std::string("strata_reduce_") + strata_dtype_name(kn.dtype) + "_" + strata_op_name(kn.op));
+        EXPECT_EQ(kern::kernel_by_name(kn.name), k) << kn.name;  // also: no name twice
+        EXPECT_EQ(kern::kernel_index(kn.dtype, kn.op), k) << kn.name;
+    }
+    EXPECT_EQ(kern::kNumKernels, 70);
+    EXPECT_EQ(kern::kernel_by_name("strata_reduce_int32_sum"), -1);  // runs as uint32
+    EXPECT_EQ(kern::kernel_by_name("strata_reduce_uint32_su"), -1);
 }
 
 class CudaDomainTest : public ::testing::Test {
@@ -203,6 +236,58 @@ TEST_F(CudaDomainTest, ReduceMatchesHostEveryTypeAndOp) {
     }
     EXPECT_GT(checked, 60);
     EXPECT_EQ(unsupported, 6);  // long double and its complex: sum, prod, max, min / sum, prod
+}
+
+// More sources than one launch takes (kern::kMaxSrcs): the domain folds the rest in
+// with a second launch, in MPI's order. Float sum tells the orders apart: 2^24 (or
+// 2 * 2^24, 3 * 2^24) + 1 rounds back down in float, so folding s0 + 1 + 1 + ...
+// left to right gives s0 exactly, while adding any of the ones together first does not.
+// Also an exact int64 sum. dst is a separate buffer, the first source, or a source only
+// the second launch reads (which must not be overwritten by the first).
+TEST_F(CudaDomainTest, FoldsElevenSourcesInMpiOrder) {
+    constexpr int kSrcs = 11;
+    constexpr size_t kCount = 1000;  // not a multiple of the block size
+    static_assert(kSrcs > strata::kern::kMaxSrcs, "two launches");
+    std::vector<void *> bufs(kSrcs + 1);
+    for (void *&p : bufs) ASSERT_NE(p = dev_alloc(kCount * 8), nullptr);
+    for (int where : {kSrcs, 0, 9}) {  // dst: separate, srcs[0], srcs[9]
+        std::vector<std::vector<float>> f(kSrcs, std::vector<float>(kCount, 1.0f));
+        std::vector<std::vector<int64_t>> n(kSrcs, std::vector<int64_t>(kCount));
+        for (size_t i = 0; i < kCount; ++i) {
+            f[0][i] = 16777216.0f * static_cast<float>(1 + i % 3);
+            for (int s = 0; s < kSrcs; ++s) n[s][i] = (int64_t(s) << 40) - int64_t(i) * (s + 1);
+        }
+        std::vector<const void *> dp(bufs.begin(), bufs.begin() + kSrcs);
+        void *dst = bufs[size_t(where)];
+        strata::Ticket t;
+
+        for (int s = 0; s < kSrcs; ++s) put(bufs[size_t(s)], f[size_t(s)].data(), kCount * sizeof(float));
+        ASSERT_EQ(dom_->reduce(dst, dp.data(), kSrcs, kCount, STRATA_FLOAT, STRATA_OP_SUM, &t), STRATA_OK);
+        wait(&t);
+        std::vector<float> got(kCount);
+        put(got.data(), dst, kCount * sizeof(float));
+        for (size_t i = 0; i < kCount; ++i) {
+            if (got[i] != f[0][i]) {
+                ADD_FAILURE() << "float sum, dst " << where << ": element " << i << " is " << got[i] << ", not "
+                              << f[0][i] << " (not folded left to right)";
+                break;
+            }
+        }
+
+        for (int s = 0; s < kSrcs; ++s) put(bufs[size_t(s)], n[size_t(s)].data(), kCount * sizeof(int64_t));
+        ASSERT_EQ(dom_->reduce(dst, dp.data(), kSrcs, kCount, STRATA_INT64, STRATA_OP_SUM, &t), STRATA_OK);
+        wait(&t);
+        std::vector<int64_t> sum(kCount);
+        put(sum.data(), dst, kCount * sizeof(int64_t));
+        for (size_t i = 0; i < kCount; ++i) {
+            const int64_t want = (int64_t(55) << 40) - int64_t(i) * 66;  // sum of s and of s + 1, s < 11
+            if (sum[i] != want) {
+                ADD_FAILURE() << "int64 sum, dst " << where << ": element " << i << " is " << sum[i] << ", not "
+                              << want;
+                break;
+            }
+        }
+    }
 }
 
 TEST_F(CudaDomainTest, TicketsCompleteOutOfOrderPolls) {
