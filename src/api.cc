@@ -5,6 +5,7 @@
 #include "algo/algo.h"
 #include "mem/domain.h"
 #include "mem/ops.h"
+#include "mem/cuda_domain.h"
 #include "stage.h"
 
 namespace strata {
@@ -14,26 +15,41 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     if (st != STRATA_OK) return st;
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return STRATA_FALLBACK;
+    // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
+    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
+                         coll == STRATA_COLL_REDUCE;
+    if (reduces && team.device() && !cuda_reduce_supported(args.dtype, args.op)) {
+        log(2, "%s: no GPU kernel for %s/%s: handed back", strata_coll_name(coll),
+            strata_dtype_name(args.dtype), strata_op_name(args.op));
+        return STRATA_FALLBACK;
+    }
     int alg = team.config().algorithm[coll];
     if (alg < 0 || alg >= table.count) alg = table.choose(team, args);
 
-    // A rank's device buffers are staged through host memory; the schedule is the
-    // one every rank builds, whatever its buffers are.
-    CollArgs host_args = args;
+    // A rank's buffers that are not of the team's memory kind are staged; the
+    // schedule is the one every rank builds, whatever its buffers are.
+    CollArgs work = args;
     Staging &staging = team.staging();
-    STRATA_CHECK(staging.enter(coll, team.rank(), team.size(), &host_args));
+    STRATA_CHECK(staging.enter(coll, team.rank(), team.size(),
+                               team.device() ? &team.domain() : nullptr, &work));
     const bool staged = staging.active();
 
     team.begin_call();
     Schedule &s = team.schedule();
     s.clear();
-    STRATA_CHECK(table.algorithms[alg].build(team, host_args));
+    if (team.staged_transfers()) {
+        team.bounce().reset();
+        s.stage_transfers(&team.domain(), &team.bounce());
+    }
+    STRATA_CHECK(table.algorithms[alg].build(team, work));
     STRATA_CHECK(s.run(team.transport()));
     STRATA_CHECK(staging.leave());
     team.count_call(coll, alg);
-    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s", strata_coll_name(coll),
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
-        table.algorithms[alg].name, staged ? ", device buffers staged through host" : "");
+        table.algorithms[alg].name, team.device() ? " in GPU memory" : "",
+        !staged ? "" : team.device() ? ", host buffers staged through the GPU"
+                                     : ", device buffers staged through host");
     return STRATA_OK;
 }
 
@@ -51,6 +67,8 @@ void strata_config_defaults(strata_config_t *cfg) {
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
     cfg->host_buffers = 1;
+    cfg->device_path = STRATA_DEVICE_PATH_GPU;
+    cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

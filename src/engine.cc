@@ -38,7 +38,40 @@ void Schedule::report_stall(const std::vector<StepId> &active) const {
     }
 }
 
+BouncePool::~BouncePool() {
+    for (Chunk &c : chunks_) dom_->release_host(c.ptr);
+}
+
+void BouncePool::reset() {
+    for (Chunk &c : chunks_) c.used = 0;
+}
+
+char *BouncePool::take(MemDomain &dom, size_t bytes) {
+    constexpr size_t kAlign = 64, kChunk = size_t(4) << 20;
+    bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (dom_ != &dom) {  // a pool serves one domain
+        for (Chunk &c : chunks_) dom_->release_host(c.ptr);
+        chunks_.clear();
+        dom_ = &dom;
+    }
+    for (Chunk &c : chunks_) {
+        if (c.bytes - c.used >= bytes) {
+            c.used += bytes;
+            return c.ptr + c.used - bytes;
+        }
+    }
+    Chunk c{nullptr, bytes > kChunk ? bytes : kChunk, bytes};
+    void *p = nullptr;
+    if (dom.alloc_host(c.bytes, &p) != STRATA_OK) return nullptr;
+    c.ptr = static_cast<char *>(p);
+    chunks_.push_back(c);
+    return c.ptr;
+}
+
 void Schedule::clear() {
+    bounce_dom_ = nullptr;
+    bounce_ = nullptr;
+    build_error_ = STRATA_OK;
     steps_.clear();
     deps_.clear();
     srcs_.clear();
@@ -83,6 +116,21 @@ StepId Schedule::reduce(MemDomain &dom, void *dst, const std::vector<const void 
 }
 
 StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+    if (bounce_ != nullptr && bytes > 0) {
+        char *b = bounce_->take(*bounce_dom_, bytes);
+        if (b == nullptr) {
+            build_error_ = STRATA_ERR_NOMEM;
+            return join(deps);
+        }
+        const StepId c = copy(*bounce_dom_, b, buf, bytes, deps);
+        Step s{};
+        s.kind = Kind::Send;
+        s.src = b;
+        s.n = bytes;
+        s.peer = peer;
+        s.tag = tag;
+        return add(s, {c});
+    }
     Step s{};
     s.kind = bytes == 0 ? Kind::Nop : Kind::Send;
     s.src = buf;
@@ -93,6 +141,21 @@ StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const De
 }
 
 StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+    if (bounce_ != nullptr && bytes > 0) {
+        char *b = bounce_->take(*bounce_dom_, bytes);
+        if (b == nullptr) {
+            build_error_ = STRATA_ERR_NOMEM;
+            return join(deps);
+        }
+        Step s{};
+        s.kind = Kind::Recv;
+        s.dst = b;
+        s.n = bytes;
+        s.peer = peer;
+        s.tag = tag;
+        const StepId r = add(s, deps);
+        return copy(*bounce_dom_, buf, b, bytes, {r});
+    }
     Step s{};
     s.kind = bytes == 0 ? Kind::Nop : Kind::Recv;
     s.dst = buf;
@@ -203,6 +266,7 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
 // completes, and only active steps are polled. Nothing limits how far ahead a
 // step may start, so no schedule can deadlock on the engine's own bookkeeping.
 Status Schedule::run(const strata_transport_t &tp) {
+    if (build_error_ != STRATA_OK) return fail(build_error_, "bounce buffers for the staged transport");
     const size_t n = steps_.size();
     std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
     for (size_t i = 0; i < n; ++i) {

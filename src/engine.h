@@ -33,9 +33,40 @@ private:
     std::vector<StepId> ids_;
 };
 
+// Page-locked host buffers for moving device memory over a point-to-point layer
+// that cannot touch it. Taken while a schedule is built, all free again at reset();
+// the chunks stay allocated for the next call and go with the pool.
+class BouncePool {
+public:
+    BouncePool() = default;
+    ~BouncePool();
+    BouncePool(const BouncePool &) = delete;
+    BouncePool &operator=(const BouncePool &) = delete;
+    void reset();
+    // bytes of host memory from dom.alloc_host, valid until reset(); nullptr when out of memory.
+    char *take(MemDomain &dom, size_t bytes);
+
+private:
+    struct Chunk {
+        char *ptr;
+        size_t bytes, used;
+    };
+    MemDomain *dom_ = nullptr;
+    std::vector<Chunk> chunks_;
+};
+
 class Schedule {
 public:
     void clear();
+    // Staged transport: from now until clear(), every send first copies its bytes
+    // (with dom) into a bounce buffer from pool and sends that, and every receive
+    // lands in a bounce buffer and is copied out. Sends and receives of consecutive
+    // segments are independent steps, so the copy of segment k+1 overlaps the
+    // transfer of segment k.
+    void stage_transfers(MemDomain *dom, BouncePool *pool) {
+        bounce_dom_ = dom;
+        bounce_ = pool;
+    }
     size_t size() const { return steps_.size(); }
 
     StepId copy(MemDomain &dom, void *dst, const void *src, size_t bytes, const Deps &deps = {});
@@ -84,6 +115,9 @@ private:
     std::vector<StepId> deps_;
     std::vector<const void *> srcs_;
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
+    MemDomain *bounce_dom_ = nullptr;
+    BouncePool *bounce_ = nullptr;
+    Status build_error_ = STRATA_OK;  // a bounce buffer that could not be had, reported by run()
 };
 
 }  // namespace strata

@@ -34,7 +34,6 @@ void merge(std::vector<Block> *v) {
 size_t extent(const std::vector<Block> &v) { return v.empty() ? 0 : v.back().offset + v.back().bytes; }
 
 // The domain of the GPU holding ptr, or nullptr when ptr is not device memory.
-// Managed and page-locked host memory are host-accessible: no staging for them.
 Status device_domain(const void *ptr, MemDomain **dom) {
     *dom = nullptr;
     int device = -1;
@@ -93,19 +92,26 @@ void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std:
     merge(out);
 }
 
-Status Staging::HostBuf::reserve(MemDomain &d, size_t n) {
-    if (n <= bytes && dom == &d) return STRATA_OK;
+Status Staging::StageBuf::reserve(MemDomain &d, bool host_memory, size_t n) {
+    if (n <= bytes && dom == &d && host == host_memory) return STRATA_OK;
     drop();
     void *p = nullptr;
-    STRATA_CHECK(d.alloc_host(n, &p));
+    STRATA_CHECK(host_memory ? d.alloc_host(n, &p) : d.alloc(n, &p));
     dom = &d;
+    host = host_memory;
     ptr = static_cast<char *>(p);
     bytes = n;
     return STRATA_OK;
 }
 
-void Staging::HostBuf::drop() {
-    if (ptr != nullptr) dom->release_host(ptr);
+void Staging::StageBuf::drop() {
+    if (ptr != nullptr) {
+        if (host) {
+            dom->release_host(ptr);
+        } else {
+            dom->release(ptr);
+        }
+    }
     dom = nullptr;
     ptr = nullptr;
     bytes = 0;
@@ -126,12 +132,26 @@ Status Staging::copy_blocks(MemDomain &dom, char *dst, const char *src,
     return STRATA_OK;
 }
 
-Status Staging::enter(strata_coll_t coll, int rank, int size, CollArgs *a) {
+// Host team: GPU memory is staged through host memory, with the GPU's domain.
+// Device team: memory a kernel cannot read (pageable or registered host memory) is
+// staged through GPU memory; device and managed memory are used in place.
+Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
+    *dom = nullptr;
+    *host = gpu == nullptr;
+    if (gpu == nullptr) return device_domain(ptr, dom);
+    if (ptr == nullptr) return STRATA_OK;
+    const MemKind k = classify(ptr);
+    if (k == MemKind::Host || k == MemKind::PinnedHost) *dom = gpu;
+    return STRATA_OK;
+}
+
+Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
     active_ = false;
     out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;
-    STRATA_CHECK(device_domain(a->sendbuf, &sdom));
-    STRATA_CHECK(device_domain(a->recvbuf, &rdom));
+    bool shost = true, rhost = true;
+    STRATA_CHECK(plan(a->sendbuf, gpu, &sdom, &shost));
+    STRATA_CHECK(plan(a->recvbuf, gpu, &rdom, &rhost));
     if (sdom == nullptr && rdom == nullptr) return STRATA_OK;
     active_ = true;
     call_blocks(coll, *a, rank, size, &in_, &out_);
@@ -141,20 +161,20 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, CollArgs *a) {
     // In place: the inputs live inside the receive buffer (at sendbuf - recvbuf).
     const bool alias = a->recvbuf != nullptr && (a->in_place || a->sendbuf == a->recvbuf);
     if (alias) {
-        if (rdom == nullptr) return STRATA_OK;  // host memory after all
+        if (rdom == nullptr) return STRATA_OK;  // of the team's kind after all
         const size_t shift = static_cast<size_t>(dev_send - dev_recv);
-        STRATA_CHECK(recv_.reserve(*rdom, std::max(extent(out_), shift + extent(in_))));
+        STRATA_CHECK(recv_.reserve(*rdom, rhost, std::max(extent(out_), shift + extent(in_))));
         STRATA_CHECK(copy_blocks(*rdom, recv_.ptr, dev_send, in_, shift));
         a->recvbuf = recv_.ptr;
         a->sendbuf = recv_.ptr + shift;
     } else {
         if (sdom != nullptr) {
-            STRATA_CHECK(send_.reserve(*sdom, extent(in_)));
+            STRATA_CHECK(send_.reserve(*sdom, shost, extent(in_)));
             STRATA_CHECK(copy_blocks(*sdom, send_.ptr, dev_send, in_, 0));
             a->sendbuf = send_.ptr;
         }
         if (rdom != nullptr) {
-            STRATA_CHECK(recv_.reserve(*rdom, extent(out_)));
+            STRATA_CHECK(recv_.reserve(*rdom, rhost, extent(out_)));
             a->recvbuf = recv_.ptr;
         }
     }

@@ -1,11 +1,14 @@
-// src/stage.h - device buffers through host staging, decided by each rank alone.
+// src/stage.h - a rank's buffers staged into the memory its team's schedules use.
 //
-// A rank whose buffers of a call are GPU memory copies the call's inputs into
-// page-locked host memory, runs on those copies the same schedule every other rank
-// runs, and copies its outputs back before the call returns. Only how this rank
-// moves its own bytes changes: whether strata runs and which algorithm do not
-// depend on where any rank's buffers live (DESIGN.md, principle 1), so a call where
-// some ranks pass device and others host buffers works.
+// A team's schedules run either in host memory or, on a device team, in GPU memory
+// (team.h). A rank whose buffers of a call are of the other kind copies the call's
+// inputs into memory of the team's kind, runs on those copies the same schedule
+// every other rank runs, and copies its outputs back before the call returns: GPU
+// buffers through page-locked host memory on a host team, host buffers through GPU
+// memory on a device team. Only how this rank moves its own bytes changes: whether
+// strata runs and which algorithm do not depend on where any rank's buffers live
+// (DESIGN.md, principle 1), so a call where some ranks pass device and others host
+// buffers works.
 #ifndef STRATA_STAGE_H
 #define STRATA_STAGE_H
 
@@ -33,28 +36,34 @@ public:
     Staging(const Staging &) = delete;
     Staging &operator=(const Staging &) = delete;
 
-    // Where a's buffers are device memory, copies the inputs to host memory, waits,
-    // and points *a at the host copies. active() says whether anything was staged.
-    Status enter(strata_coll_t coll, int rank, int size, CollArgs *a);
-    // Copies the outputs back into the device buffers and waits: afterwards the
+    // gpu: the team's GPU domain on a device team, else nullptr. Where a's buffers
+    // are not of the team's kind, copies the inputs over, waits, and points *a at
+    // the copies. active() says whether anything was staged.
+    Status enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a);
+    // Copies the outputs back into the caller's buffers and waits: afterwards the
     // result is visible to host code and to any later CUDA work.
     Status leave();
     bool active() const { return active_; }
 
 private:
-    // Grow-only host memory from one domain (page-locked for a GPU).
-    struct HostBuf {
+    // Grow-only memory from one domain: its host memory (page-locked for a GPU)
+    // or its own (GPU memory).
+    struct StageBuf {
         MemDomain *dom = nullptr;
+        bool host = true;
         char *ptr = nullptr;
         size_t bytes = 0;
-        Status reserve(MemDomain &d, size_t n);
+        Status reserve(MemDomain &d, bool host_memory, size_t n);
         void drop();
     };
+    // Whether ptr must be staged for this team; if so *dom copies it, and *host
+    // says whether the copy is in host memory.
+    static Status plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host);
     // dst + dst_shift + b.offset <- src + b.offset for every block, then waits.
     Status copy_blocks(MemDomain &dom, char *dst, const char *src, const std::vector<Block> &blocks,
                        size_t dst_shift);
 
-    HostBuf send_, recv_;
+    StageBuf send_, recv_;
     bool active_ = false;
     MemDomain *out_dom_ = nullptr;  // set when the outputs go back to a device buffer
     char *out_dev_ = nullptr, *out_host_ = nullptr;

@@ -80,7 +80,21 @@ typedef struct strata_transport {
     int (*test)(void *ctx, void *req, int *done);
     int (*agree_min)(void *ctx, int *value);               /* *value = min over ranks */
     int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
+    int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
 } strata_transport_t;
+
+/* Where schedules run when every rank of a communicator has a GPU. */
+typedef enum strata_device_path {
+    STRATA_DEVICE_PATH_GPU = 0,   /* in GPU memory: CUDA IPC inside a node, reductions on the GPU */
+    STRATA_DEVICE_PATH_HOST = 1   /* in host memory: each rank stages its device buffers */
+} strata_device_path_t;
+
+/* How device memory crosses nodes on the GPU path. */
+typedef enum strata_device_transport {
+    STRATA_DEVICE_TRANSPORT_AUTO = 0,   /* direct when the stack is CUDA-aware, else staged */
+    STRATA_DEVICE_TRANSPORT_DIRECT = 1, /* device pointers to point-to-point */
+    STRATA_DEVICE_TRANSPORT_STAGED = 2  /* pipelined through page-locked host bounce buffers */
+} strata_device_transport_t;
 
 /* Settings: one copy per team, filled from MCA variables by the glue. */
 #define STRATA_ALG_AUTO (-1)
@@ -92,6 +106,8 @@ typedef struct strata_config {
     int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO or an index into the table */
     const char *shm_dir;            /* where segments are created; NULL = /dev/shm */
     int host_buffers;               /* 0: a communicator where no rank has a GPU falls back */
+    int device_path;                /* strata_device_path_t */
+    int device_transport;           /* strata_device_transport_t */
 } strata_config_t;
 
 /* Logging: the glue routes core messages to its own output (opal_output). */

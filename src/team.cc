@@ -2,11 +2,13 @@
 #include "team.h"
 
 #include "mem/classify.h"
+#include "mem/cuda_domain.h"
 #include "stage.h"
 
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace strata {
 
@@ -65,10 +67,91 @@ Status Team::ensure_setup() {
                 rank_, shm_.error().empty() ? status_name(local) : shm_.error().c_str());
         return STRATA_FALLBACK;
     }
+    STRATA_CHECK(agree_device(gpu_ranks == size_));
     setup_ = Setup::Ready;
-    log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes",
+    log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
+           "schedules in %s memory%s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
-        cfg_.segment_size);
+        cfg_.segment_size, device() ? "GPU" : "host",
+        !device() ? "" : direct_ ? ", device memory to point-to-point directly"
+                                 : ", point-to-point staged through host");
+    return STRATA_OK;
+}
+
+// The GPU path, when every rank has a GPU and it is not switched off: every rank
+// takes part in the exchange and the agreement, whatever happened locally, and a
+// failure anywhere leaves the whole team on the host path (said once, by the
+// lowest failing rank).
+Status Team::agree_device(bool gpu_everywhere) {
+    if (!gpu_everywhere || cfg_.device_path != STRATA_DEVICE_PATH_GPU) return STRATA_OK;
+    std::string why;
+    const Status local = setup_device(&why);
+    int first_failed = local == STRATA_OK ? INT_MAX : rank_;
+    if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: device agreement");
+    if (first_failed != INT_MAX) {
+        dregions_.release();
+        dom_ = nullptr;
+        if (first_failed == rank_)
+            log(0, "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
+                   "and stages device buffers",
+                rank_, why.c_str());
+        return STRATA_OK;
+    }
+    const int t = cfg_.device_transport;
+    direct_ = t == STRATA_DEVICE_TRANSPORT_DIRECT || (t == STRATA_DEVICE_TRANSPORT_AUTO && tp_.device_capable);
+    if (direct_ && !tp_.device_capable) {
+        direct_ = false;
+        if (rank_ == 0)
+            log(0, "coll_strata_device_transport=direct, but the point-to-point layer is not "
+                   "CUDA-aware: staging through host instead");
+    }
+    return STRATA_OK;
+}
+
+// This rank's GPU domain and stage region, exported to and mapped from every local
+// peer. Each rank sends its handle (or a failure mark) to every local peer, so no
+// peer waits for ever on a rank that failed.
+Status Team::setup_device(std::string *why) {
+    struct Offer {
+        int ok;
+        IpcHandle handle;
+    };
+    const Layout &l = layout_;
+    const int local_size = l.my_local_size(), me = l.my_local(), node = l.my_node();
+    Offer mine{};
+    std::vector<Offer> theirs(static_cast<size_t>(local_size));
+    MemDomain *dom = cuda_domain(current_device(me), why);
+    if (dom != nullptr) {
+        const size_t region = size_t(kStages) * 2 * segment_bytes();
+        const Status st = dregions_.make_own(*dom, local_size, me, region, &mine.handle);
+        if (st == STRATA_OK) {
+            mine.ok = 1;
+        } else {
+            *why = std::string("device region: ") + status_name(st);
+        }
+    }
+    Schedule s;
+    const int tag = this->tag(kSetupTagSub - 1);
+    for (int i = 0; i < local_size; ++i) {
+        if (i == me) continue;
+        s.send(&mine, sizeof mine, l.rank_at(node, i), tag);
+        s.recv(&theirs[size_t(i)], sizeof(Offer), l.rank_at(node, i), tag);
+    }
+    STRATA_CHECK(s.run(tp_));
+    if (!mine.ok) return STRATA_ERR_DEVICE;
+    for (int i = 0; i < local_size; ++i) {
+        if (i == me) continue;
+        if (!theirs[size_t(i)].ok) {
+            *why = "local rank " + std::to_string(i) + " could not set up its GPU";
+            return STRATA_ERR_DEVICE;
+        }
+        const Status st = dregions_.open_peer(i, theirs[size_t(i)].handle);
+        if (st != STRATA_OK) {
+            *why = "mapping local rank " + std::to_string(i) + "'s GPU memory: " + status_name(st);
+            return st;
+        }
+    }
+    dom_ = dom;
     return STRATA_OK;
 }
 
@@ -100,7 +183,8 @@ Status Team::setup_shm() {
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {
-    return shm_.region(local) + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
+    char *region = device() ? dregions_.region(local) : shm_.region(local);
+    return region + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
 }
 
 uint64_t Team::take_segments(uint64_t n) {
@@ -123,21 +207,27 @@ StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
     return wait_all(s, kFlagDone, seg - kStages + 1, -1, deps);
 }
 
-char *Team::Buffer::reserve(size_t n) {
-    if (n > bytes) {
-        free(ptr);
-        ptr = nullptr;
-        bytes = 0;
-        if (posix_memalign(reinterpret_cast<void **>(&ptr), 64, n) != 0) return nullptr;
+char *Team::Buffer::reserve(MemDomain &d, size_t n) {
+    if (n > bytes || dom != &d) {
+        drop();
+        void *p = nullptr;
+        if (d.alloc(n, &p) != STRATA_OK) return nullptr;
+        dom = &d;
+        ptr = static_cast<char *>(p);
         bytes = n;
     }
     return ptr;
 }
 
-Team::Buffer::~Buffer() { free(ptr); }
+void Team::Buffer::drop() {
+    if (ptr != nullptr) dom->release(ptr);
+    dom = nullptr;
+    ptr = nullptr;
+    bytes = 0;
+}
 
-char *Team::scratch(size_t bytes) { return scratch_.reserve(bytes); }
-char *Team::staging(size_t bytes) { return staging_.reserve(bytes); }
+char *Team::scratch(size_t bytes) { return scratch_.reserve(domain(), bytes); }
+char *Team::staging(size_t bytes) { return staging_.reserve(domain(), bytes); }
 
 int Team::tag(uint64_t sub) const {
     return static_cast<int>(((call_seq_ % 16) << 12) | (sub % 4096));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "btl/device_regions.h"
 #include "btl/shm.h"
 #include "common.h"
 #include "engine.h"
@@ -65,8 +66,15 @@ public:
     // Tag for a message of the current call; sub identifies the message within it.
     int tag(uint64_t sub) const;
 
-    // Schedules run on host memory: a rank's device buffers are staged (stage.h).
-    MemDomain &domain_for(const void *) const { return host_domain(); }
+    // Where this team's schedules run: GPU memory on a device team (every rank has
+    // a GPU, IPC set up among local ranks), else host memory. A rank stages any of
+    // its buffers that are not of that kind (stage.h).
+    bool device() const { return dom_ != nullptr; }
+    MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
+    MemDomain &domain_for(const void *) const { return domain(); }
+    // Point-to-point of device memory goes through these on the staged transport.
+    bool staged_transfers() const { return device() && !direct_; }
+    BouncePool &bounce() { return bounce_; }
     // This team's staging of device buffers (host copies kept between calls).
     Staging &staging();
 
@@ -77,6 +85,8 @@ public:
 
 private:
     Status setup_shm();
+    Status setup_device(std::string *why);
+    Status agree_device(bool gpu_everywhere);
 
     int rank_, size_, node_key_;
     strata_transport_t tp_;
@@ -84,13 +94,19 @@ private:
     enum class Setup { NotYet, Ready, Off } setup_ = Setup::NotYet;
     Layout layout_;
     ShmChannel shm_;
+    MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
+    bool direct_ = false;       // device pointers go straight to point-to-point
+    DeviceRegions dregions_;
+    BouncePool bounce_;
     uint64_t call_seq_ = 0;
     uint64_t seg_seq_ = 0;
-    struct Buffer {
+    struct Buffer {  // grow-only memory of the team's domain
+        MemDomain *dom = nullptr;
         char *ptr = nullptr;
         size_t bytes = 0;
-        char *reserve(size_t n);
-        ~Buffer();
+        char *reserve(MemDomain &d, size_t n);
+        void drop();
+        ~Buffer() { drop(); }
     };
     Buffer scratch_, staging_;
     Schedule sched_;

@@ -29,6 +29,8 @@ typedef struct mca_coll_strata_component_t {
     size_t small_msg_size;
     int algorithm[STRATA_COLL_COUNT];
     char *shm_dir;
+    int device_path;        /* strata_device_path_t */
+    int device_transport;   /* strata_device_transport_t */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;

@@ -51,6 +51,8 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .segment_size = 262144,
     .small_msg_size = 16384,
     .shm_dir = NULL,
+    .device_path = STRATA_DEVICE_PATH_GPU,
+    .device_transport = STRATA_DEVICE_TRANSPORT_AUTO,
     .output = -1,
 };
 
@@ -95,6 +97,18 @@ static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t 
         OBJ_RELEASE(en);   /* the variable holds its own reference */
     }
     free(values);          /* strings were copied by mca_base_var_enum_create */
+}
+
+/* An enum-valued variable (values end with a NULL string). */
+static void register_enum_var(const mca_base_component_t *c, const char *name, const char *desc,
+                              const mca_base_var_enum_value_t *values, int level, int *storage)
+{
+    mca_base_var_enum_t *en = NULL;
+    if (OPAL_SUCCESS == mca_base_var_enum_create(name, values, &en)) {
+        (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, en, 0, 0,
+                                               level, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+        OBJ_RELEASE(en);
+    }
 }
 
 static int mca_coll_strata_register(void)
@@ -148,6 +162,30 @@ static int mca_coll_strata_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->shm_dir);
 
+    {
+        static const mca_base_var_enum_value_t paths[] = {
+            { STRATA_DEVICE_PATH_GPU, "gpu" }, { STRATA_DEVICE_PATH_HOST, "host" }, { 0, NULL }
+        };
+        static const mca_base_var_enum_value_t transports[] = {
+            { STRATA_DEVICE_TRANSPORT_AUTO, "auto" }, { STRATA_DEVICE_TRANSPORT_DIRECT, "direct" },
+            { STRATA_DEVICE_TRANSPORT_STAGED, "staged" }, { 0, NULL }
+        };
+        register_enum_var(c, "device_path",
+            "Where schedules run on a communicator whose ranks all have a GPU: gpu (in GPU "
+            "memory: stage slots exported through CUDA IPC inside a node, copies and "
+            "reductions on a CUDA stream; ranks passing host buffers stage them through the "
+            "GPU) or host (in host memory, as on CPU-only nodes; ranks passing device buffers "
+            "stage them through page-locked host memory). If GPU setup fails on any rank, the "
+            "communicator uses host, said once",
+            paths, OPAL_INFO_LVL_4, &cs->device_path);
+        register_enum_var(c, "device_transport",
+            "How GPU memory crosses nodes on the gpu device path: direct (device pointers "
+            "to the point-to-point layer; needs a CUDA-aware Open MPI), staged (pipelined "
+            "through page-locked host bounce buffers, so the copy of one segment overlaps "
+            "the transfer of the previous one) or auto (direct when this Open MPI reports "
+            "CUDA support, else staged; the same on every rank)",
+            transports, OPAL_INFO_LVL_4, &cs->device_transport);
+    }
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         register_algorithm_var(c, (strata_coll_t) coll);
     }
@@ -205,6 +243,8 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     }
     cfg->shm_dir = (NULL != cs->shm_dir && '\0' != cs->shm_dir[0]) ? cs->shm_dir : NULL;
     cfg->host_buffers = cs->host_buffers ? 1 : 0;
+    cfg->device_path = cs->device_path;
+    cfg->device_transport = cs->device_transport;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

@@ -57,6 +57,18 @@ const topo::cu::Driver *cuda_driver(std::string *why) {
 
 bool cuda_available() { return driver_state().ok; }
 
+int current_device(int local_rank) {
+    const cu::Driver *d = cuda_driver();
+    if (d == nullptr) return -1;
+    cu::CUcontext ctx = nullptr;
+    cu::CUdevice dev = -1;
+    if (d->CtxGetCurrent(&ctx) == cu::SUCCESS && ctx != nullptr && d->CtxGetDevice(&dev) == cu::SUCCESS)
+        return dev;
+    int n = 0;
+    if (d->DeviceGetCount(&n) != cu::SUCCESS || n <= 0) return -1;
+    return local_rank % n;
+}
+
 MemKind classify(const void *ptr, int *device) {
     if (device) *device = -1;
     const cu::Driver *d = cuda_driver();

@@ -27,6 +27,10 @@ const topo::cu::Driver *cuda_driver(std::string *why = nullptr);
 // ordinal of the GPU that owns Device/Managed/PinnedHost memory, else -1.
 MemKind classify(const void *ptr, int *device = nullptr);
 
+// The GPU this thread works on: the device of its current CUDA context (the one
+// cudaSetDevice chose), else local_rank modulo the number of GPUs; -1 without GPUs.
+int current_device(int local_rank);
+
 // true once the driver loaded and cuInit found a GPU (triggers that first use).
 bool cuda_available();
 

@@ -22,6 +22,11 @@ struct Ticket {
 
 // reduce: dst[i] = op(srcs[0][i], srcs[1][i], ..., srcs[nsrc-1][i]) in that order
 // for i < count. dst may be one of the sources; it must not partially overlap any.
+// An exported device allocation, as CUDA IPC hands it to another process.
+struct IpcHandle {
+    char bytes[64];
+};
+
 using ReduceFn = void (*)(void *dst, const void *const *srcs, int nsrc, size_t count);
 
 class MemDomain {
@@ -38,6 +43,17 @@ public:
     // for staging a device buffer through the host; released by release_host.
     virtual Status alloc_host(size_t bytes, void **p) = 0;
     virtual void release_host(void *p) = 0;
+    // Sharing memory from alloc() with other processes of the node (CUDA IPC): the
+    // host domain has none (its memory is shared through btl/shm.h instead).
+    virtual Status ipc_export(void *base, IpcHandle *h) {
+        (void)base, (void)h;
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    virtual Status ipc_open(const IpcHandle &h, void **p) {
+        (void)h, (void)p;
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    virtual void ipc_close(void *p) { (void)p; }
 };
 
 // Waits for a ticket (yielding the CPU between polls).

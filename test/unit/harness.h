@@ -28,7 +28,7 @@ public:
     int size() const { return size_; }
 
     strata_transport_t transport(int rank) {
-        strata_transport_t t;
+        strata_transport_t t{};
         t.ctx = &ctx_[rank];
         t.isend = &isend;
         t.irecv = &irecv;

@@ -1,0 +1,39 @@
+// btl/device_regions.cc - GPU stage regions shared through CUDA IPC (see the header).
+#include "btl/device_regions.h"
+
+namespace strata {
+
+Status DeviceRegions::make_own(MemDomain &dom, int local_size, int me, size_t bytes, IpcHandle *h) {
+    release();
+    dom_ = &dom;
+    me_ = me;
+    regions_.assign(size_t(local_size), nullptr);
+    void *p = nullptr;
+    STRATA_CHECK(dom.alloc(bytes, &p));
+    regions_[size_t(me)] = static_cast<char *>(p);
+    if (local_size == 1) return STRATA_OK;  // nobody to share with
+    return dom.ipc_export(p, h);
+}
+
+Status DeviceRegions::open_peer(int local, const IpcHandle &h) {
+    void *p = nullptr;
+    STRATA_CHECK(dom_->ipc_open(h, &p));
+    regions_[size_t(local)] = static_cast<char *>(p);
+    return STRATA_OK;
+}
+
+void DeviceRegions::release() {
+    for (size_t i = 0; i < regions_.size(); ++i) {
+        if (regions_[i] == nullptr) continue;
+        if (int(i) == me_) {
+            dom_->release(regions_[i]);
+        } else {
+            dom_->ipc_close(regions_[i]);
+        }
+    }
+    regions_.clear();
+    dom_ = nullptr;
+    me_ = -1;
+}
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// btl/device_regions.h - the intra-node channel's data regions in GPU memory.
+//
+// On a device team (every rank has a GPU) each local rank's stage slots live in its
+// own GPU memory, allocated once and exported through CUDA IPC; every local peer
+// maps them once, at setup, and unmaps them when the team goes (DESIGN.md,
+// principle 10). Flags stay in the host shared-memory segment (btl/shm.h): a rank
+// signals a flag only after its copy or reduction has completed on the GPU, and
+// peers wait on the host, so ranks that share one GPU never spin inside a kernel
+// waiting for each other (principle 4).
+#ifndef STRATA_BTL_DEVICE_REGIONS_H
+#define STRATA_BTL_DEVICE_REGIONS_H
+
+#include <vector>
+
+#include "common.h"
+#include "mem/domain.h"
+
+namespace strata {
+
+class DeviceRegions {
+public:
+    DeviceRegions() = default;
+    ~DeviceRegions() { release(); }
+    DeviceRegions(const DeviceRegions &) = delete;
+    DeviceRegions &operator=(const DeviceRegions &) = delete;
+
+    // Allocates this rank's region (local index me of local_size) in dom's memory
+    // and exports it into *h.
+    Status make_own(MemDomain &dom, int local_size, int me, size_t bytes, IpcHandle *h);
+    // Maps local peer `local`'s region from its handle.
+    Status open_peer(int local, const IpcHandle &h);
+    char *region(int local) const { return regions_[size_t(local)]; }
+    // Unmaps the peers' regions and frees this rank's.
+    void release();
+
+private:
+    MemDomain *dom_ = nullptr;
+    int me_ = -1;
+    std::vector<char *> regions_;
+};
+
+}  // namespace strata
+
+#endif
