@@ -136,6 +136,6 @@ int devbuf_sync(void) { return report("cuCtxSynchronize", cu.CtxSynchronize()); 
 size_t devbuf_used_bytes(void)
 {
     size_t free_b = 0, total = 0;
-    if (0 != cu.MemGetInfo(&free_b, &total)) return 0;
+    if (NULL == cu.MemGetInfo || 0 != cu.MemGetInfo(&free_b, &total)) return 0;
     return total - free_b;
 }

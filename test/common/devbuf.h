@@ -32,7 +32,8 @@ int devbuf_to_host(void *dst, const void *src, size_t bytes);
 int devbuf_dev_to_dev(void *dst, const void *src, size_t bytes);
 int devbuf_sync(void);
 
-/* Bytes of device memory in use (total - free), or 0 when unknown. */
+/* Bytes of device memory in use on the GPU (total - free, all processes), or 0
+ * when unknown (also before devbuf_init). */
 size_t devbuf_used_bytes(void);
 
 #endif

@@ -730,14 +730,14 @@ int main(int argc, char **argv)
     if (err) { MPI_Finalize(); return 2; }
     my_world_rank = world_rank;
     if (buf_kind != KIND_HOST) {
-        /* Every rank initialises the driver (mixed runs too), and all agree to skip. */
+        /* Ranks whose buffers go on the GPU need the driver; all agree to skip. */
         char why[256] = "";
         MPI_Comm node;
         int local = 0, ok, all_ok = 0;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
-        ok = devbuf_init(local, why, sizeof why) == 0;
+        ok = !rank_on_device(world_rank) || devbuf_init(local, why, sizeof why) == 0;
         /* point-to-point only: the collectives are under test */
         if (world_rank == 0) {
             all_ok = ok;
@@ -756,9 +756,9 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 77;
         }
-        if (world_rank == 0)
-            printf("coll_check: buffers: %s (GPU %d: %s)\n", kind_names[buf_kind], devbuf_device(),
-                   devbuf_name());
+        if (rank_on_device(world_rank) && world_rank < 2)
+            printf("coll_check: buffers: %s, rank %d on GPU %d (%s)\n", kind_names[buf_kind], world_rank,
+                   devbuf_device(), devbuf_name());
     }
     init_types_ops();
     if (list) {
