@@ -115,54 +115,41 @@ StepId Schedule::reduce(MemDomain &dom, void *dst, const std::vector<const void 
     return add(s, deps);
 }
 
-StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    if (bounce_ != nullptr && bytes > 0) {
-        char *b = bounce_->take(*bounce_dom_, bytes);
-        if (b == nullptr) {
-            build_error_ = STRATA_ERR_NOMEM;
-            return join(deps);
-        }
-        const StepId c = copy(*bounce_dom_, b, buf, bytes, deps);
-        Step s{};
-        s.kind = Kind::Send;
-        s.src = b;
-        s.n = bytes;
-        s.peer = peer;
-        s.tag = tag;
-        return add(s, {c});
-    }
+StepId Schedule::transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
     Step s{};
-    s.kind = bytes == 0 ? Kind::Nop : Kind::Send;
-    s.src = buf;
+    s.kind = bytes == 0 ? Kind::Nop : kind;
+    if (kind == Kind::Send) {
+        s.src = buf;
+    } else {
+        s.dst = buf;
+    }
     s.n = bytes;
     s.peer = peer;
     s.tag = tag;
     return add(s, deps);
 }
 
+char *Schedule::take_bounce(size_t bytes) {
+    char *b = bounce_->take(*bounce_dom_, bytes);
+    if (b == nullptr) build_error_ = STRATA_ERR_NOMEM;
+    return b;
+}
+
+StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+    void *src = const_cast<void *>(buf);
+    if (bounce_ == nullptr || bytes == 0) return transfer(Kind::Send, src, bytes, peer, tag, deps);
+    char *b = take_bounce(bytes);
+    if (b == nullptr) return join(deps);
+    const StepId c = copy(*bounce_dom_, b, buf, bytes, deps);
+    return transfer(Kind::Send, b, bytes, peer, tag, {c});
+}
+
 StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    if (bounce_ != nullptr && bytes > 0) {
-        char *b = bounce_->take(*bounce_dom_, bytes);
-        if (b == nullptr) {
-            build_error_ = STRATA_ERR_NOMEM;
-            return join(deps);
-        }
-        Step s{};
-        s.kind = Kind::Recv;
-        s.dst = b;
-        s.n = bytes;
-        s.peer = peer;
-        s.tag = tag;
-        const StepId r = add(s, deps);
-        return copy(*bounce_dom_, buf, b, bytes, {r});
-    }
-    Step s{};
-    s.kind = bytes == 0 ? Kind::Nop : Kind::Recv;
-    s.dst = buf;
-    s.n = bytes;
-    s.peer = peer;
-    s.tag = tag;
-    return add(s, deps);
+    if (bounce_ == nullptr || bytes == 0) return transfer(Kind::Recv, buf, bytes, peer, tag, deps);
+    char *b = take_bounce(bytes);
+    if (b == nullptr) return join(deps);
+    const StepId r = transfer(Kind::Recv, b, bytes, peer, tag, deps);
+    return copy(*bounce_dom_, buf, b, bytes, {r});
 }
 
 StepId Schedule::signal(uint64_t *flag, uint64_t value, const Deps &deps) {

@@ -108,6 +108,8 @@ private:
         Ticket ticket;
     };
     StepId add(Step s, const Deps &deps);
+    StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps);
+    char *take_bounce(size_t bytes);  // nullptr (and a build error for run()) when out of memory
     Status advance(Step &s, const strata_transport_t &tp, bool *moved);
     void report_stall(const std::vector<StepId> &active) const;
 

@@ -113,27 +113,42 @@ static void say_staging(const char *coll)
     }
 }
 
-/* Stages a send buffer and a receive buffer (unless in place) with the given
- * regions; the caller runs the collective on *s_use / *r_use. */
-static int stage_pair(const void *sbuf, ptrdiff_t slo, size_t slen, void *rbuf, ptrdiff_t rlo,
-                      size_t rlen, staged_t *s, staged_t *r, void **s_use, void **r_use)
+/* A send buffer and a receive buffer, each staged where it is device memory. */
+typedef struct pair {
+    staged_t s, r;
+    void *su, *ru;   /* what to hand the previous component */
+} pair_t;
+
+/* Stages sbuf's region (unless MPI_IN_PLACE) and rbuf's. */
+static int pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void *rbuf,
+                   ptrdiff_t rlo, size_t rlen)
 {
     int rc = MPI_SUCCESS;
-    *s_use = (void *) sbuf;
+    staged_t none = STAGED_INIT;
+    p->s = none;
+    p->r = none;
+    p->su = (void *) sbuf;
+    p->ru = rbuf;
     if (MPI_IN_PLACE != sbuf) {
-        rc = stage_in((void *) sbuf, slo, slen, s, s_use);
+        rc = stage_in((void *) sbuf, slo, slen, &p->s, &p->su);
     }
     if (MPI_SUCCESS == rc) {
-        rc = stage_in(rbuf, rlo, rlen, r, r_use);
+        rc = stage_in(rbuf, rlo, rlen, &p->r, &p->ru);
     }
     return rc;
+}
+
+/* Frees the send copy; copies the receive side back when copy_back and rc is success. */
+static int pair_out(pair_t *p, int copy_back, int rc)
+{
+    stage_out(&p->s, 0, rc);
+    return stage_out(&p->r, copy_back, rc);
 }
 
 int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
                                    int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t lo;
     size_t len;
     int rc;
@@ -142,12 +157,11 @@ int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf
     }
     say_staging("allreduce");
     span(dtype, (size_t) count, &lo, &len);
-    rc = stage_pair(sbuf, lo, len, rbuf, lo, len, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, lo, len, rbuf, lo, len);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.allreduce(su, ru, count, dtype, op, m->comm, m->prev.allreduce_module);
+        rc = m->prev.allreduce(p.su, p.ru, count, dtype, op, m->comm, m->prev.allreduce_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
@@ -155,8 +169,7 @@ int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, v
                                 int root)
 {
     int is_root = ompi_comm_rank(m->comm) == root;
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t lo;
     size_t len;
     int rc;
@@ -165,12 +178,11 @@ int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, v
     }
     say_staging("reduce");
     span(dtype, (size_t) count, &lo, &len);
-    rc = stage_pair(sbuf, lo, len, rbuf, lo, is_root ? len : 0, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, lo, len, rbuf, lo, is_root ? len : 0);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.reduce(su, ru, count, dtype, op, root, m->comm, m->prev.reduce_module);
+        rc = m->prev.reduce(p.su, p.ru, count, dtype, op, root, m->comm, m->prev.reduce_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, is_root, rc);
+    return pair_out(&p, is_root, rc);
 }
 
 int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count,
@@ -197,8 +209,7 @@ int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf
                                    struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
                                    struct ompi_datatype_t *rdtype)
 {
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     size_t slen, rlen;
     int rc;
@@ -209,21 +220,19 @@ int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf
     say_staging("allgather");
     span(sdtype, (size_t) scount, &slo, &slen);
     span(rdtype, (size_t) rcount * (size_t) ompi_comm_size(m->comm), &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.allgather(su, scount, sdtype, ru, rcount, rdtype, m->comm,
+        rc = m->prev.allgather(p.su, scount, sdtype, p.ru, rcount, rdtype, m->comm,
                                m->prev.allgather_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_allgatherv(mca_coll_strata_module_t *m, const void *sbuf, int scount,
                                     struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
                                     const int *disps, struct ompi_datatype_t *rdtype)
 {
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     size_t slen, rlen;
     int rc;
@@ -234,13 +243,12 @@ int mca_coll_strata_prev_allgatherv(mca_coll_strata_module_t *m, const void *sbu
     say_staging("allgatherv");
     span(sdtype, (size_t) scount, &slo, &slen);
     span_blocks(rdtype, ompi_comm_size(m->comm), rcounts, disps, &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.allgatherv(su, scount, sdtype, ru, rcounts, disps, rdtype, m->comm,
+        rc = m->prev.allgatherv(p.su, scount, sdtype, p.ru, rcounts, disps, rdtype, m->comm,
                                 m->prev.allgatherv_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
@@ -249,8 +257,7 @@ int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void 
 {
     int i, n = ompi_comm_size(m->comm), rank = ompi_comm_rank(m->comm), rc;
     size_t total = 0, slen, rlen;
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     if (!is_device(sbuf) && !is_device(rbuf)) {
         return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m->comm,
@@ -262,13 +269,12 @@ int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void 
     }
     span(dtype, total, &slo, &slen);
     span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) rcounts[rank], &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.reduce_scatter(su, ru, rcounts, dtype, op, m->comm,
+        rc = m->prev.reduce_scatter(p.su, p.ru, rcounts, dtype, op, m->comm,
                                     m->prev.reduce_scatter_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const void *sbuf,
@@ -276,8 +282,7 @@ int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const
                                               struct ompi_op_t *op)
 {
     size_t total = (size_t) rcount * (size_t) ompi_comm_size(m->comm), slen, rlen;
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     int rc;
     if (!is_device(sbuf) && !is_device(rbuf)) {
@@ -287,13 +292,12 @@ int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const
     say_staging("reduce_scatter_block");
     span(dtype, total, &slo, &slen);
     span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) rcount, &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.reduce_scatter_block(su, ru, rcount, dtype, op, m->comm,
+        rc = m->prev.reduce_scatter_block(p.su, p.ru, rcount, dtype, op, m->comm,
                                           m->prev.reduce_scatter_block_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf, int scount,
@@ -301,8 +305,7 @@ int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf,
                                   struct ompi_datatype_t *rdtype)
 {
     size_t n = (size_t) ompi_comm_size(m->comm), slen, rlen;
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     int rc;
     if (!is_device(sbuf) && !is_device(rbuf)) {
@@ -312,13 +315,12 @@ int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf,
     say_staging("alltoall");
     span(sdtype, (size_t) scount * n, &slo, &slen);
     span(rdtype, (size_t) rcount * n, &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.alltoall(su, scount, sdtype, ru, rcount, rdtype, m->comm,
+        rc = m->prev.alltoall(p.su, scount, sdtype, p.ru, rcount, rdtype, m->comm,
                               m->prev.alltoall_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf,
@@ -327,8 +329,7 @@ int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf
                                    const int *rdisps, struct ompi_datatype_t *rdtype)
 {
     int n = ompi_comm_size(m->comm), rc;
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo = 0, rlo;
     size_t slen = 0, rlen;
     if (!is_device(sbuf) && !is_device(rbuf)) {
@@ -340,29 +341,26 @@ int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf
         span_blocks(sdtype, n, scounts, sdisps, &slo, &slen);
     }
     span_blocks(rdtype, n, rcounts, rdisps, &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rbuf, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = m->prev.alltoallv(su, scounts, sdisps, sdtype, ru, rcounts, rdisps, rdtype, m->comm,
+        rc = m->prev.alltoallv(p.su, scounts, sdisps, sdtype, p.ru, rcounts, rdisps, rdtype, m->comm,
                                m->prev.alltoallv_module);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
 
 int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                                void *rblock, int rcount, struct ompi_datatype_t *rdtype)
 {
-    staged_t s = STAGED_INIT, r = STAGED_INIT;
-    void *su, *ru;
+    pair_t p;
     ptrdiff_t slo, rlo;
     size_t slen, rlen;
     int rc;
     span(sdtype, (size_t) scount, &slo, &slen);
     span(rdtype, (size_t) rcount, &rlo, &rlen);
-    rc = stage_pair(sbuf, slo, slen, rblock, rlo, rlen, &s, &r, &su, &ru);
+    rc = pair_in(&p, sbuf, slo, slen, rblock, rlo, rlen);
     if (MPI_SUCCESS == rc) {
-        rc = ompi_datatype_sndrcv(su, scount, sdtype, ru, rcount, rdtype);
+        rc = ompi_datatype_sndrcv(p.su, scount, sdtype, p.ru, rcount, rdtype);
     }
-    stage_out(&s, 0, rc);
-    return stage_out(&r, 1, rc);
+    return pair_out(&p, 1, rc);
 }
