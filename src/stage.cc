@@ -133,15 +133,18 @@ Status Staging::copy_blocks(MemDomain &dom, char *dst, const char *src,
 }
 
 // Host team: GPU memory is staged through host memory, with the GPU's domain.
-// Device team: memory a kernel cannot read (pageable or registered host memory) is
-// staged through GPU memory; device and managed memory are used in place.
+// Device team: memory the team's kernels cannot read (pageable or registered host
+// memory, or another GPU's memory) is staged through GPU memory; this GPU's memory
+// and managed memory are used in place.
 Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
     *dom = nullptr;
     *host = gpu == nullptr;
     if (gpu == nullptr) return device_domain(ptr, dom);
     if (ptr == nullptr) return STRATA_OK;
-    const MemKind k = classify(ptr);
-    if (k == MemKind::Host || k == MemKind::PinnedHost) *dom = gpu;
+    int device = -1;
+    const MemKind k = classify(ptr, &device);
+    if (k == MemKind::Host || k == MemKind::PinnedHost || (k == MemKind::Device && device != gpu->device()))
+        *dom = gpu;
     return STRATA_OK;
 }
 

@@ -46,6 +46,7 @@ public:
     }
 
     const char *name() const override { return name_; }
+    int device() const override { return device_; }
 
     Status copy(void *dst, const void *src, size_t bytes, Ticket *t) override {
         t->pending = nullptr;

@@ -33,6 +33,8 @@ class MemDomain {
 public:
     virtual ~MemDomain() = default;
     virtual const char *name() const = 0;
+    // The GPU ordinal a device domain works on; -1 for the host domain.
+    virtual int device() const { return -1; }
     virtual Status copy(void *dst, const void *src, size_t bytes, Ticket *t) = 0;
     virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                           strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;
