@@ -159,21 +159,24 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
     active_ = true;
     call_blocks(coll, *a, rank, size, &in_, &out_);
 
-    const char *dev_send = static_cast<const char *>(a->sendbuf);
-    char *dev_recv = static_cast<char *>(a->recvbuf);
+    const char *user_send = static_cast<const char *>(a->sendbuf);
+    char *user_recv = static_cast<char *>(a->recvbuf);
     // In place: the inputs live inside the receive buffer (at sendbuf - recvbuf).
     const bool alias = a->recvbuf != nullptr && (a->in_place || a->sendbuf == a->recvbuf);
     if (alias) {
-        if (rdom == nullptr) return STRATA_OK;  // of the team's kind after all
-        const size_t shift = static_cast<size_t>(dev_send - dev_recv);
+        if (rdom == nullptr) {  // of the team's kind after all
+            active_ = false;
+            return STRATA_OK;
+        }
+        const size_t shift = static_cast<size_t>(user_send - user_recv);
         STRATA_CHECK(recv_.reserve(*rdom, rhost, std::max(extent(out_), shift + extent(in_))));
-        STRATA_CHECK(copy_blocks(*rdom, recv_.ptr, dev_send, in_, shift));
+        STRATA_CHECK(copy_blocks(*rdom, recv_.ptr, user_send, in_, shift));
         a->recvbuf = recv_.ptr;
         a->sendbuf = recv_.ptr + shift;
     } else {
         if (sdom != nullptr) {
             STRATA_CHECK(send_.reserve(*sdom, shost, extent(in_)));
-            STRATA_CHECK(copy_blocks(*sdom, send_.ptr, dev_send, in_, 0));
+            STRATA_CHECK(copy_blocks(*sdom, send_.ptr, user_send, in_, 0));
             a->sendbuf = send_.ptr;
         }
         if (rdom != nullptr) {
@@ -183,8 +186,8 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
     }
     if (rdom != nullptr) {
         out_dom_ = rdom;
-        out_dev_ = dev_recv;
-        out_host_ = recv_.ptr;
+        out_user_ = user_recv;
+        out_stage_ = recv_.ptr;
     }
     return STRATA_OK;
 }
@@ -192,7 +195,7 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
 Status Staging::leave() {
     if (!active_ || out_dom_ == nullptr) return STRATA_OK;
     active_ = false;
-    return copy_blocks(*out_dom_, out_dev_, out_host_, out_, 0);
+    return copy_blocks(*out_dom_, out_user_, out_stage_, out_, 0);
 }
 
 }  // namespace strata

@@ -66,7 +66,7 @@ private:
     StageBuf send_, recv_;
     bool active_ = false;
     MemDomain *out_dom_ = nullptr;  // set when the outputs go back to a device buffer
-    char *out_dev_ = nullptr, *out_host_ = nullptr;
+    char *out_user_ = nullptr, *out_stage_ = nullptr;
     std::vector<Block> in_, out_;
     std::vector<Ticket> tickets_;
 };
