@@ -65,7 +65,7 @@ private:
 
     StageBuf send_, recv_;
     bool active_ = false;
-    MemDomain *out_dom_ = nullptr;  // set when the outputs go back to a device buffer
+    MemDomain *out_dom_ = nullptr;  // set when the outputs go back to the caller's buffer
     char *out_user_ = nullptr, *out_stage_ = nullptr;
     std::vector<Block> in_, out_;
     std::vector<Ticket> tickets_;
