@@ -449,8 +449,9 @@ struct Round {
     std::string check(int round, int rank) const {
         for (size_t m = 0; m < kSizes.size(); ++m) {
             std::string e = check_bytes(recv[m], round, 1 - rank, m);
-            if (e.empty()) e = check_bytes(seen[m], round, 1 - rank, m);
-            if (!e.empty()) return e;
+            if (!e.empty()) return "received " + e;
+            e = check_bytes(seen[m], round, 1 - rank, m);
+            if (!e.empty()) return "read by a step after the receive: " + e;
         }
         return "";
     }
