@@ -22,15 +22,17 @@ Status DeviceRegions::open_peer(int local, const IpcHandle &h) {
     return STRATA_OK;
 }
 
-void DeviceRegions::release() {
+void DeviceRegions::close_peers() {
     for (size_t i = 0; i < regions_.size(); ++i) {
-        if (regions_[i] == nullptr) continue;
-        if (int(i) == me_) {
-            dom_->release(regions_[i]);
-        } else {
-            dom_->ipc_close(regions_[i]);
-        }
+        if (regions_[i] == nullptr || int(i) == me_) continue;
+        dom_->ipc_close(regions_[i]);
+        regions_[i] = nullptr;
     }
+}
+
+void DeviceRegions::drop_own(bool keep) {
+    if (me_ >= 0 && size_t(me_) < regions_.size() && regions_[size_t(me_)] != nullptr && !keep)
+        dom_->release(regions_[size_t(me_)]);
     regions_.clear();
     dom_ = nullptr;
     me_ = -1;

@@ -30,8 +30,17 @@ public:
     // Maps local peer `local`'s region from its handle.
     Status open_peer(int local, const IpcHandle &h);
     char *region(int local) const { return regions_[size_t(local)]; }
-    // Unmaps the peers' regions and frees this rank's.
-    void release();
+    // Unmaps the peers' regions.
+    void close_peers();
+    // Frees this rank's region, or (keep) lets go of it without freeing: for when
+    // a peer may still map it, since freeing exported memory that another process
+    // still uses is undefined.
+    void drop_own(bool keep);
+    // Both, freeing (for a single-rank node or a team that never shared).
+    void release() {
+        close_peers();
+        drop_own(false);
+    }
 
 private:
     MemDomain *dom_ = nullptr;

@@ -25,6 +25,7 @@ enum ShmFlag : int {
     kFlagSlice = 1,   // the part of the result I own is final
     kFlagDone = 2,    // I no longer read anyone's region for this segment
     kFlagUser = 3,    // first flag free for algorithm-specific use
+    kFlagClosed = 7,  // team teardown: I no longer map my peers' GPU regions (a count of tries)
     kFlagCount = 8
 };
 

@@ -5,6 +5,9 @@
 #include "mem/cuda_domain.h"
 #include "stage.h"
 
+#include <sched.h>
+#include <time.h>
+
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -15,12 +18,45 @@ namespace strata {
 namespace {
 constexpr size_t kNameBytes = 64;
 constexpr uint64_t kSetupTagSub = 4095;
+constexpr time_t kReleaseWaitSeconds = 2;
 }  // namespace
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {}
 
-Team::~Team() = default;
+Team::~Team() { release_device(); }
+
+// Each local rank maps its peers' GPU regions, and a peer's last copy out of one may
+// still be queued when this rank ends its last call: so every rank first unmaps its
+// peers' regions and says so (kFlagClosed), and frees its own only once every local
+// peer has. Communicator free and finalize are collective, so the wait is usually
+// short; it is bounded (a rank may free a communicator long after its peers), and a
+// peer that has not said so by then leaves the region allocated (1 MiB at the
+// default segment size), rather than freed under its feet.
+void Team::release_device() {
+    if (device_tries_ == 0) return;
+    dregions_.close_peers();
+    const int local_size = layout_.my_local_size(), me = layout_.my_local();
+    bool all_closed = true;
+    if (local_size > 1) {
+        __atomic_store_n(flag(me, kFlagClosed), device_tries_, __ATOMIC_RELEASE);
+        const time_t give_up = time(nullptr) + kReleaseWaitSeconds;
+        for (int r = 0; r < local_size; ++r) {
+            while (__atomic_load_n(flag(r, kFlagClosed), __ATOMIC_ACQUIRE) < device_tries_) {
+                if (time(nullptr) > give_up) {
+                    all_closed = false;
+                    break;
+                }
+                sched_yield();
+            }
+        }
+    }
+    if (!all_closed)
+        log(1, "a local peer did not unmap this rank's GPU region within %d s: left allocated",
+            int(kReleaseWaitSeconds));
+    dregions_.drop_own(!all_closed);
+    dom_ = nullptr;
+}
 
 Staging &Team::staging() {
     if (!stager_) stager_.reset(new Staging);
@@ -28,26 +64,47 @@ Staging &Team::staging() {
 }
 
 
+// A rank counts as having a GPU once the application has made a CUDA context
+// current on its thread (cudaSetDevice, a first CUDA call): strata never creates a
+// context, nor picks a GPU, that the application has not. Many programs make their
+// first collective (inside MPI_Comm_split_type, say) before choosing a GPU, so a
+// communicator on which not every rank had one is asked again at its 2nd, 4th, 8th,
+// ... call: the same calls on every rank, so the answer is agreed, at the cost of
+// one small allgather per doubling.
 Status Team::ensure_setup() {
-    if (setup_ == Setup::Ready) return STRATA_OK;
-    if (setup_ == Setup::Off) return STRATA_FALLBACK;
+    ++setup_calls_;
+    const bool ask_again = recheck_gpus_ && (setup_calls_ & (setup_calls_ - 1)) == 0;
+    if (setup_ == Setup::Ready && !ask_again) return STRATA_OK;
+    if (setup_ == Setup::Failed || (setup_ == Setup::Off && !ask_again)) return STRATA_FALLBACK;
 
-    // One allgather tells every rank both the node keys and which ranks have a GPU.
+    // One allgather tells every rank the node keys, which ranks have a GPU, and
+    // which could still get one (a driver with GPUs).
     std::vector<int> keys(size_);
-    if (tp_.allgather_int(tp_.ctx, node_key_ * 2 + (cuda_available() ? 1 : 0), keys.data()) != 0)
+    const int bits = (cuda_available() ? 2 : 0) | (cuda_context_current() ? 1 : 0);
+    if (tp_.allgather_int(tp_.ctx, node_key_ * 4 + bits, keys.data()) != 0)
         return fail(STRATA_ERR_COMM, "team setup: allgather of node keys");
-    int gpu_ranks = 0;
+    int gpu_ranks = 0, driver_ranks = 0;
     for (int &k : keys) {
         gpu_ranks += k & 1;
-        k >>= 1;
+        driver_ranks += (k >> 1) & 1;
+        k >>= 2;
     }
+    recheck_gpus_ = gpu_ranks < size_ && driver_ranks > 0;
     if (!cfg_.host_buffers && gpu_ranks == 0) {
         // Agreed without a word: every rank saw the same bits.
-        setup_ = Setup::Off;
-        if (rank_ == 0)
-            log(1, "no rank of this communicator has a GPU and host buffers are off "
+        if (rank_ == 0 && setup_ == Setup::NotYet)
+            log(1, "no rank of this communicator has a GPU (context) yet and host buffers are off "
                    "(coll_strata_host_buffers): its calls go to the previous collective component");
-        return STRATA_FALLBACK;
+        if (setup_ == Setup::NotYet) setup_ = Setup::Off;
+        if (setup_ == Setup::Off) return STRATA_FALLBACK;
+    }
+    if (setup_ == Setup::Ready) {  // asked again: only the GPU path can still come
+        if (gpu_ranks == size_) {
+            STRATA_CHECK(agree_device(true));
+            log(1, "every rank has a GPU now: rank %d runs schedules in %s memory", rank_,
+                device() ? "GPU" : "host");
+        }
+        return STRATA_OK;
     }
     layout_ = make_layout(rank_, keys, cfg_.node_size);
 
@@ -60,7 +117,7 @@ Status Team::ensure_setup() {
     if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
     shm_.unlink();  // every local peer has attached or given up by now
     if (first_failed != INT_MAX) {
-        setup_ = Setup::Off;
+        setup_ = Setup::Failed;
         if (first_failed == rank_ || first_failed == size_ + rank_)
             log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
                    "the previous collective component",
@@ -89,8 +146,8 @@ Status Team::agree_device(bool gpu_everywhere) {
     int first_failed = local == STRATA_OK ? INT_MAX : rank_;
     if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: device agreement");
     if (first_failed != INT_MAX) {
-        dregions_.release();
-        dom_ = nullptr;
+        release_device();
+        recheck_gpus_ = false;  // it would fail again
         if (first_failed == rank_)
             log(0, "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
                    "and stages device buffers",
@@ -120,7 +177,12 @@ Status Team::setup_device(std::string *why) {
     const int local_size = l.my_local_size(), me = l.my_local(), node = l.my_node();
     Offer mine{};
     std::vector<Offer> theirs(static_cast<size_t>(local_size));
+    ++device_tries_;  // from now on teardown follows the kFlagClosed handshake
     MemDomain *dom = cuda_domain(current_device(me), why);
+    if (dom != nullptr && dom->prepare() != STRATA_OK) {
+        *why = std::string(dom->name()) + ": the reduction kernels did not load";
+        dom = nullptr;
+    }
     if (dom != nullptr) {
         const size_t region = size_t(kStages) * 2 * segment_bytes();
         const Status st = dregions_.make_own(*dom, local_size, me, region, &mine.handle);

@@ -86,17 +86,22 @@ public:
 private:
     Status setup_shm();
     Status setup_device(std::string *why);
+    void release_device();
     Status agree_device(bool gpu_everywhere);
 
     int rank_, size_, node_key_;
     strata_transport_t tp_;
     strata_config_t cfg_;
-    enum class Setup { NotYet, Ready, Off } setup_ = Setup::NotYet;
+    // Off: declined for now (no GPU anywhere, host buffers off); Failed: for good.
+    enum class Setup { NotYet, Ready, Off, Failed } setup_ = Setup::NotYet;
+    uint64_t setup_calls_ = 0;
+    bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
     Layout layout_;
     ShmChannel shm_;
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
     DeviceRegions dregions_;
+    uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     BouncePool bounce_;
     uint64_t call_seq_ = 0;
     uint64_t seg_seq_ = 0;

@@ -57,6 +57,12 @@ const topo::cu::Driver *cuda_driver(std::string *why) {
 
 bool cuda_available() { return driver_state().ok; }
 
+bool cuda_context_current() {
+    const cu::Driver *d = cuda_driver();
+    cu::CUcontext ctx = nullptr;
+    return d != nullptr && d->CtxGetCurrent(&ctx) == cu::SUCCESS && ctx != nullptr;
+}
+
 int current_device(int local_rank) {
     const cu::Driver *d = cuda_driver();
     if (d == nullptr) return -1;

@@ -33,6 +33,9 @@ int current_device(int local_rank);
 
 // true once the driver loaded and cuInit found a GPU (triggers that first use).
 bool cuda_available();
+// true when, besides, a CUDA context is current on the calling thread (the
+// application has chosen its GPU).
+bool cuda_context_current();
 
 const char *mem_kind_name(MemKind k);
 

@@ -33,16 +33,31 @@ public:
     }
 
     // Retains the GPU's primary context (the one the CUDA runtime uses too) and makes
-    // the domain's stream. false with *why.
+    // the domain's stream. false with *why. The stream is an ordinary (blocking) one:
+    // it waits for work the application queued on the legacy default stream, such as
+    // a cudaMemcpy that produced a send buffer.
     bool init(std::string *why) {
         cu::CUresult rc;
         if ((rc = d_.DeviceGet(&dev_, device_)) != cu::SUCCESS) return bad(why, "cuDeviceGet", rc);
         if ((rc = d_.DevicePrimaryCtxRetain(&ctx_, dev_)) != cu::SUCCESS)
             return bad(why, "cuDevicePrimaryCtxRetain", rc);
-        if ((rc = d_.CtxSetCurrent(ctx_)) != cu::SUCCESS) return bad(why, "cuCtxSetCurrent", rc);
-        if ((rc = d_.StreamCreate(&stream_, cu::STREAM_NON_BLOCKING)) != cu::SUCCESS)
-            return bad(why, "cuStreamCreate", rc);
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) {
+            *why = "cannot make its context current";
+            return false;
+        }
+        if ((rc = d_.StreamCreate(&stream_, 0)) != cu::SUCCESS) return bad(why, "cuStreamCreate", rc);
         return true;
+    }
+
+    Status prepare() override {
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        for (int k = 0; k < kern::kNumKernels; ++k) {
+            cu::CUfunction f = nullptr;
+            STRATA_CHECK(kernel(k, &f));
+        }
+        return STRATA_OK;
     }
 
     const char *name() const override { return name_; }
@@ -51,7 +66,8 @@ public:
     Status copy(void *dst, const void *src, size_t bytes, Ticket *t) override {
         t->pending = nullptr;
         if (bytes == 0 || dst == src) return STRATA_OK;
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         const cu::CUresult rc = d_.MemcpyAsync(reinterpret_cast<cu::CUdeviceptr>(dst),
                                                reinterpret_cast<cu::CUdeviceptr>(src), bytes, stream_);
         if (rc != cu::SUCCESS) return device_error("cuMemcpyAsync", rc);
@@ -68,7 +84,8 @@ public:
         }
         if (nsrc < 1) return STRATA_ERR_ARG;
         if (count == 0) return STRATA_OK;
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         cu::CUfunction f = nullptr;
         STRATA_CHECK(kernel(k, &f));
         // A source that only a later launch reads must not be overwritten by an earlier
@@ -104,7 +121,8 @@ public:
 
     Status alloc(size_t bytes, void **p) override {
         *p = nullptr;
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         cu::CUdeviceptr dp = 0;
         const cu::CUresult rc = d_.MemAlloc(&dp, bytes ? bytes : 256);
         if (rc != cu::SUCCESS) {
@@ -116,14 +134,17 @@ public:
     }
 
     void release(void *p) override {
-        if (p == nullptr || enter() != STRATA_OK) return;
+        if (p == nullptr) return;
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFree(reinterpret_cast<cu::CUdeviceptr>(p));
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFree", rc).c_str());
     }
 
     Status alloc_host(size_t bytes, void **p) override {
         *p = nullptr;
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         // Portable: usable by every context, whichever GPU a later call is on.
         const cu::CUresult rc = d_.MemHostAlloc(p, bytes ? bytes : 64, cu::MEMHOSTALLOC_PORTABLE);
         if (rc != cu::SUCCESS) {
@@ -135,14 +156,17 @@ public:
     }
 
     void release_host(void *p) override {
-        if (p == nullptr || enter() != STRATA_OK) return;
+        if (p == nullptr) return;
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFreeHost(p);
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFreeHost", rc).c_str());
     }
 
     Status ipc_export(void *base, IpcHandle *h) override {
         static_assert(sizeof(IpcHandle) == sizeof(cu::CUipcMemHandle), "IPC handle size");
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         cu::CUipcMemHandle raw;
         const cu::CUresult rc = d_.IpcGetMemHandle(&raw, reinterpret_cast<cu::CUdeviceptr>(base));
         if (rc != cu::SUCCESS) return device_error("cuIpcGetMemHandle", rc);
@@ -152,7 +176,8 @@ public:
 
     Status ipc_open(const IpcHandle &h, void **p) override {
         *p = nullptr;
-        STRATA_CHECK(enter());
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
         cu::CUipcMemHandle raw;
         memcpy(raw.reserved, h.bytes, sizeof raw.reserved);
         cu::CUdeviceptr dp = 0;
@@ -163,7 +188,9 @@ public:
     }
 
     void ipc_close(void *p) override {
-        if (p == nullptr || enter() != STRATA_OK) return;
+        if (p == nullptr) return;
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.IpcCloseMemHandle(reinterpret_cast<cu::CUdeviceptr>(p));
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuIpcCloseMemHandle", rc).c_str());
     }
@@ -231,15 +258,34 @@ private:
         return STRATA_ERR_DEVICE;
     }
 
-    // Calls may come from any thread (ranks as threads, progress threads): make the
-    // domain's context current on this one first.
-    Status enter() const {
-        cu::CUcontext cur = nullptr;
-        if (d_.CtxGetCurrent(&cur) == cu::SUCCESS && cur == ctx_) return STRATA_OK;
-        const cu::CUresult rc = d_.CtxSetCurrent(ctx_);
-        if (rc != cu::SUCCESS) return device_error("cuCtxSetCurrent", rc);
-        return STRATA_OK;
-    }
+    // Makes the domain's context current on this thread (calls come from any thread)
+    // for one call, and puts back whatever was current before: the application's
+    // choice of GPU or context of its own is never changed by strata.
+    class Scope {
+    public:
+        explicit Scope(const CudaDomain &dom) : dom_(dom) {
+            if (dom_.d_.CtxGetCurrent(&prev_) != cu::SUCCESS) prev_ = nullptr;
+            if (prev_ == dom_.ctx_) return;
+            const cu::CUresult rc = dom_.d_.CtxSetCurrent(dom_.ctx_);
+            if (rc != cu::SUCCESS) {
+                status_ = dom_.device_error("cuCtxSetCurrent", rc);
+            } else {
+                switched_ = true;
+            }
+        }
+        ~Scope() {
+            if (switched_) dom_.d_.CtxSetCurrent(prev_);
+        }
+        Status status() const { return status_; }
+        Scope(const Scope &) = delete;
+        Scope &operator=(const Scope &) = delete;
+
+    private:
+        const CudaDomain &dom_;
+        cu::CUcontext prev_ = nullptr;
+        bool switched_ = false;
+        Status status_ = STRATA_OK;
+    };
 
     // Records a (pooled) event after the work just queued; the ticket holds it.
     Status record(Ticket *t) {

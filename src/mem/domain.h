@@ -35,6 +35,9 @@ public:
     virtual const char *name() const = 0;
     // The GPU ordinal a device domain works on; -1 for the host domain.
     virtual int device() const { return -1; }
+    // Loads what the domain needs before its first copy or reduction (a GPU's
+    // reduction kernels), so that a failure shows at setup, where ranks agree on it.
+    virtual Status prepare() { return STRATA_OK; }
     virtual Status copy(void *dst, const void *src, size_t bytes, Ticket *t) = 0;
     virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                           strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;

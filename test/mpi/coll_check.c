@@ -730,14 +730,16 @@ int main(int argc, char **argv)
     if (err) { MPI_Finalize(); return 2; }
     my_world_rank = world_rank;
     if (buf_kind != KIND_HOST) {
-        /* Ranks whose buffers go on the GPU need the driver; all agree to skip. */
+        /* Every rank picks its GPU, as the ranks of a GPU job do, even those that pass
+         * host buffers; only those whose buffers go on the GPU must succeed (a rank
+         * may have none: then strata agrees on its host path). All agree to skip. */
         char why[256] = "";
         MPI_Comm node;
         int local = 0, ok, all_ok = 0;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
-        ok = !rank_on_device(world_rank) || devbuf_init(local, why, sizeof why) == 0;
+        ok = devbuf_init(local, why, sizeof why) == 0 || !rank_on_device(world_rank);
         /* point-to-point only: the collectives are under test */
         if (world_rank == 0) {
             all_ok = ok;
