@@ -93,7 +93,8 @@ void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std:
 }
 
 Status Staging::StageBuf::reserve(MemDomain &d, bool host_memory, size_t n) {
-    if (n <= bytes && dom == &d && host == host_memory) return STRATA_OK;
+    // Page-locked host memory is portable: any GPU's domain can copy through it.
+    if (n <= bytes && host == host_memory && (host_memory || dom == &d)) return STRATA_OK;
     drop();
     void *p = nullptr;
     STRATA_CHECK(host_memory ? d.alloc_host(n, &p) : d.alloc(n, &p));

@@ -133,11 +133,12 @@ static int mca_coll_strata_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
         &cs->verbose);
     (void) mca_base_component_var_register(c, "host_buffers",
-        "Run strata on communicators where no rank has a GPU. When false (the default), "
-        "such communicators hand every call to the component strata replaced; where any "
-        "rank has a GPU, strata takes each supported call whatever its buffers (host or "
-        "device, also mixed across ranks), since whether it runs must agree on all ranks. "
-        "True runs strata on CPU-only jobs too (testing, CPU clusters)",
+        "Run strata on communicators where no rank has a GPU (a current CUDA context). "
+        "When false (the default), such communicators hand every call to the component "
+        "strata replaced; where any rank has a GPU, strata takes each supported call "
+        "whatever its buffers (host or device, also mixed across ranks), since whether it "
+        "runs must agree on all ranks. True runs strata on CPU-only jobs too (testing, "
+        "CPU clusters)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->host_buffers);
     (void) mca_base_component_var_register(c, "node_size",
