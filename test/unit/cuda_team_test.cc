@@ -1,0 +1,112 @@
+// test/unit/cuda_team_test.cc - when a team asks again which ranks have a GPU.
+//
+// A rank counts as having a GPU once a CUDA context is current on its thread. A team
+// on which not every rank had one asks again (one allgather) at its 2nd, 4th, 8th,
+// ... call, the same calls on every rank, until every rank has one; then it tries the
+// GPU path, and the ranks agree on the outcome. Ranks as threads share one process,
+// where CUDA IPC cannot open a handle of its own process, so here the GPU setup must
+// fail on every rank alike and leave the team on the host path, asking no more.
+// Needs a CUDA driver: the real one on a GPU machine, test/fakecuda in CI.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "mem/classify.h"
+#include "strata.h"
+#include "topo/cuda_api.h"
+
+namespace {
+
+using strata_test::ThreadJob;
+
+// A transport that counts each rank's allgather_int calls (how a team asks).
+struct Counting {
+    strata_transport_t inner;
+    std::atomic<int> allgathers{0};
+    static Counting &of(void *ctx) { return *static_cast<Counting *>(ctx); }
+    static int isend(void *c, const void *b, size_t n, int p, int t, void **r) {
+        return of(c).inner.isend(of(c).inner.ctx, b, n, p, t, r);
+    }
+    static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
+        return of(c).inner.irecv(of(c).inner.ctx, b, n, p, t, r);
+    }
+    static int test(void *c, void *r, int *d) { return of(c).inner.test(of(c).inner.ctx, r, d); }
+    static int agree_min(void *c, int *v) { return of(c).inner.agree_min(of(c).inner.ctx, v); }
+    static int allgather_int(void *c, int v, int *all) {
+        ++of(c).allgathers;
+        return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
+    }
+    strata_transport_t transport() {
+        strata_transport_t t = inner;
+        t.ctx = this;
+        t.isend = &isend;
+        t.irecv = &irecv;
+        t.test = &test;
+        t.agree_min = &agree_min;
+        t.allgather_int = &allgather_int;
+        return t;
+    }
+};
+
+// Makes GPU 0's primary context current on this thread, as cudaSetDevice(0) would.
+bool make_context_current(std::string *why) {
+    const strata::topo::cu::Driver *d = strata::cuda_driver(why);
+    if (d == nullptr) return false;
+    strata::topo::cu::CUdevice dev = 0;
+    strata::topo::cu::CUcontext ctx = nullptr;
+    if (d->DeviceGet(&dev, 0) != 0 || d->DevicePrimaryCtxRetain(&ctx, dev) != 0 || d->CtxSetCurrent(ctx) != 0) {
+        *why = "could not make GPU 0's context current";
+        return false;
+    }
+    return true;
+}
+
+TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
+    if (!strata::cuda_available()) {
+        std::string why;
+        strata::cuda_driver(&why);
+        GTEST_SKIP() << "no CUDA driver: " << why;
+    }
+    constexpr int kRanks = 2, kCalls = 20, kRank1GetsGpuAt = 6;
+    ThreadJob job(kRanks);
+    std::vector<Counting> counting(kRanks);
+    std::vector<std::string> errors(kRanks);
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        counting[size_t(rank)].inner = job.transport(rank);
+        strata_transport_t tp = counting[size_t(rank)].transport();
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;
+        strata_team_t *team = nullptr;
+        if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+            err = "team create";
+            return;
+        }
+        if (rank == 0 && !make_context_current(&err)) return;
+        for (int call = 1; call <= kCalls; ++call) {
+            if (rank == 1 && call == kRank1GetsGpuAt && !make_context_current(&err)) break;
+            int v[4] = {rank + call, 1, rank, call};
+            if (strata_allreduce(team, nullptr, v, 4, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) {
+                err = "allreduce failed at call " + std::to_string(call);
+                break;
+            }
+            const int want[4] = {1 + 2 * call, 2, 1, 2 * call};
+            for (int i = 0; i < 4 && err.empty(); ++i)
+                if (v[i] != want[i]) err = "wrong sum at call " + std::to_string(call);
+        }
+        strata_team_destroy(team);
+    });
+    for (int r = 0; r < kRanks; ++r) {
+        EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+        // setup, then calls 2, 4 and 8; at 8 both ranks have a GPU, the GPU setup fails
+        // alike on both (IPC within one process), and nobody asks at 16.
+        EXPECT_EQ(counting[size_t(r)].allgathers.load(), 4) << "rank " << r;
+    }
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+}  // namespace
