@@ -152,9 +152,7 @@ void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll
                                  const char *name, size_t bytes, const uint64_t *before);
 
 /* Fallback reasons shared by several entry points. */
-extern const char mca_coll_strata_why_core_pending[];   /* core algorithm not there yet */
 extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_FALLBACK */
-extern const char mca_coll_strata_why_not_in_strata[];  /* v-variants etc. */
 
 /* ---------------------------------------------------------------- entry points */
 

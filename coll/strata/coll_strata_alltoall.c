@@ -12,14 +12,6 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-/* The core call (src/algo/alltoall*.cc). */
-static strata_status_t alltoall_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
-                                     size_t bytes_per_rank, const char **why)
-{
-    (void) why;
-    return strata_alltoall(m->team, sbuf, rbuf, bytes_per_rank);
-}
-
 int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
@@ -37,13 +29,11 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
         }
     }
     if (NULL == why) {
-        strata_status_t st = alltoall_core(m, in_place ? NULL : sbuf, rbuf, rbytes, &why);
+        strata_status_t st = strata_alltoall(m->team, in_place ? NULL : sbuf, rbuf, rbytes);
         if (STRATA_FALLBACK != st) {
             return mca_coll_strata_status_to_mpi(st, comm, "alltoall");
         }
-        if (NULL == why) {
-            why = mca_coll_strata_why_core_declined;
-        }
+        why = mca_coll_strata_why_core_declined;
     }
     mca_coll_strata_log_fallback(comm, "alltoall", rbytes * (size_t) ompi_comm_size(comm), why);
     return mca_coll_strata_prev_alltoall(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);

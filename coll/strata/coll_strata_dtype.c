@@ -14,9 +14,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/util/output.h"
 
-const char mca_coll_strata_why_core_pending[] = "core algorithm lands with issue 3";
 const char mca_coll_strata_why_core_declined[] = "core declined";
-const char mca_coll_strata_why_not_in_strata[] = "no strata algorithm for this collective";
 
 typedef enum {
     KIND_SINT, KIND_UINT, KIND_FLOAT, KIND_LDOUBLE, KIND_COMPLEX, KIND_LDCOMPLEX,

@@ -7,15 +7,6 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-/* The core call (src/algo/reduce*.cc). */
-static strata_status_t reduce_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
-                                   size_t count, strata_dtype_t dt, strata_op_t op, int root,
-                                   const char **why)
-{
-    (void) why;
-    return strata_reduce(m->team, sbuf, rbuf, count, dt, op, root);
-}
-
 int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module)
@@ -34,13 +25,11 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
 
     why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
     if (NULL == why) {
-        strata_status_t st = reduce_core(m, s, r, (size_t) count, sdt, sop, root, &why);
+        strata_status_t st = strata_reduce(m->team, s, r, (size_t) count, sdt, sop, root);
         if (STRATA_FALLBACK != st) {
             return mca_coll_strata_status_to_mpi(st, comm, "reduce");
         }
-        if (NULL == why) {
-            why = mca_coll_strata_why_core_declined;
-        }
+        why = mca_coll_strata_why_core_declined;
     }
     mca_coll_strata_log_fallback(comm, "reduce", bytes, why);
     return mca_coll_strata_prev_reduce(m, sbuf, rbuf, count, dtype, op, root);

@@ -12,15 +12,6 @@
 
 #include "ompi/datatype/ompi_datatype.h"
 
-/* The core call (hier_direct and friends, src/algo/reduce_scatter*.cc). */
-static strata_status_t reduce_scatter_core(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
-                                           const size_t *counts, strata_dtype_t dt, strata_op_t op,
-                                           const char **why)
-{
-    (void) why;
-    return strata_reduce_scatter(m->team, sbuf, rbuf, counts, dt, op);
-}
-
 /* Shared by both variants: m->rs_counts already holds the per-rank counts. */
 static const char *try_strata(mca_coll_strata_module_t *m, const char *name, const void *sbuf,
                               void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -36,8 +27,8 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     if (NULL == why) {
         strata_status_t st;
         mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
-        st = reduce_scatter_core(m, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
-                                  m->rs_counts, sdt, sop, &why);
+        st = strata_reduce_scatter(m->team, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, m->rs_counts,
+                                   sdt, sop);
         if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
             mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * strata_dtype_size(sdt), before);
         }
@@ -45,9 +36,7 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
             *rc = mca_coll_strata_status_to_mpi(st, m->comm, name);
             return NULL;
         }
-        if (NULL == why) {
-            why = mca_coll_strata_why_core_declined;
-        }
+        why = mca_coll_strata_why_core_declined;
     }
     return why;
 }
