@@ -178,7 +178,7 @@ Status Team::setup_device(std::string *why) {
     Offer mine{};
     std::vector<Offer> theirs(static_cast<size_t>(local_size));
     ++device_tries_;  // from now on teardown follows the kFlagClosed handshake
-    MemDomain *dom = cuda_domain(current_device(me), why);
+    MemDomain *dom = cuda_domain(current_device(), why);
     if (dom != nullptr && dom->prepare() != STRATA_OK) {
         *why = std::string(dom->name()) + ": the reduction kernels did not load";
         dom = nullptr;

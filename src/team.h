@@ -71,7 +71,6 @@ public:
     // its buffers that are not of that kind (stage.h).
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
-    MemDomain &domain_for(const void *) const { return domain(); }
     // Point-to-point of device memory goes through these on the staged transport.
     bool staged_transfers() const { return device() && !direct_; }
     BouncePool &bounce() { return bounce_; }

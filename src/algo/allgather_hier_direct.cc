@@ -20,7 +20,7 @@ Status build_allgather_hier_direct(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     const Layout &l = team.layout();
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const int tag = team.tag(0);  // one message per (sender, receiver) pair
 

@@ -26,7 +26,7 @@ Status build_allgather_hier_ring(Team &team, const CollArgs &a) {
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     const int N = l.nnodes(), lmax = l.max_local_size();
     const size_t chunk = team.segment_bytes();
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);
 

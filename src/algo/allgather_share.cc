@@ -42,7 +42,7 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
     const int L = l.my_local_size(), j = l.my_local();
     if (L == 1) return STRATA_OK;  // nobody to share with; no stage used
     const size_t window = 2 * team.segment_bytes();  // both slots of a stage are contiguous
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);
 

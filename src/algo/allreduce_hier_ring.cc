@@ -26,7 +26,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
 

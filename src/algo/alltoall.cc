@@ -12,7 +12,7 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a);
 StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
                             std::vector<const char *> &from) {
     const int p = team.size(), me = team.rank();
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     for (int r = 0; r < p; ++r) from[size_t(r)] = static_cast<const char *>(a.sendbuf) + a.send_displs[r];
     if (!a.in_place) {
         s.copy(dom, static_cast<char *>(a.recvbuf) + a.displs[me], from[size_t(me)], a.counts[me]);

@@ -42,7 +42,7 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
     const Layout &l = team.layout();
     const int p = team.size(), me = team.rank();
     const int node = l.my_node(), j = l.my_local(), L = l.my_local_size(), nn = l.nnodes();
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const int data_tag = team.tag(0), counts_tag = team.tag(1);
     const size_t S = team.segment_bytes();

@@ -27,7 +27,7 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
     const size_t window = 2 * team.segment_bytes();
     const uint64_t nseg = div_up(a.count, window);
     const uint64_t first = team.take_segments(nseg);
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
 
     // Parent and children among the node roots (ranks on the root's rail).

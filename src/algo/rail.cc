@@ -18,7 +18,7 @@ StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &memb
     const int p = static_cast<int>(members.size());
     if (p == 1) return s.join(deps);
     const size_t es = strata_dtype_size(dtype);
-    MemDomain &dom = team.domain_for(buf);
+    MemDomain &dom = team.domain();
     const int next = members[(pos + 1) % p], prev = members[(pos + p - 1) % p];
     auto block = [&](int b) { return split(count, size_t(p), size_t((b % p + p) % p)); };
 
@@ -54,7 +54,7 @@ StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &member
     const int p = static_cast<int>(members.size());
     if (p == 1) return s.join(deps);
     const size_t bytes = count * strata_dtype_size(dtype);
-    MemDomain &dom = team.domain_for(buf);
+    MemDomain &dom = team.domain();
     int p2 = 1;
     while (p2 * 2 <= p) p2 *= 2;
     const int extra = p - p2;

@@ -31,7 +31,7 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     const int jr = l.local_of[size_t(a.root)], root_node = l.node_of[size_t(a.root)];
     const bool agent = j == jr % L;
     const bool is_root = team.rank() == a.root;
-    MemDomain &dom = team.domain_for(a.sendbuf);
+    MemDomain &dom = team.domain();
     const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
 

@@ -39,7 +39,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     const Segments sg = take_segments(team, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node(), nnodes = l.nnodes();
-    MemDomain &dom = team.domain_for(a.recvbuf);
+    MemDomain &dom = team.domain();
     const char *sbuf = static_cast<const char *>(a.sendbuf);
     char *rbuf = static_cast<char *>(a.recvbuf);
 

@@ -25,7 +25,7 @@ Status build_reduce_scatter_hier_rd(Team &team, const CollArgs &a) {
     Schedule &s = team.schedule();
     std::vector<StepId> everything(s.size());
     for (size_t i = 0; i < everything.size(); ++i) everything[i] = StepId(i);
-    s.copy(team.domain_for(a.recvbuf), a.recvbuf, whole + offset * es, a.counts[team.rank()] * es,
+    s.copy(team.domain(), a.recvbuf, whole + offset * es, a.counts[team.rank()] * es,
            everything);
     return STRATA_OK;
 }

@@ -57,23 +57,17 @@ const topo::cu::Driver *cuda_driver(std::string *why) {
 
 bool cuda_available() { return driver_state().ok; }
 
-bool cuda_context_current() {
+int current_device() {
     const cu::Driver *d = cuda_driver();
-    cu::CUcontext ctx = nullptr;
-    return d != nullptr && d->CtxGetCurrent(&ctx) == cu::SUCCESS && ctx != nullptr;
-}
-
-int current_device(int local_rank) {
-    const cu::Driver *d = cuda_driver();
-    if (d == nullptr) return -1;
     cu::CUcontext ctx = nullptr;
     cu::CUdevice dev = -1;
-    if (d->CtxGetCurrent(&ctx) == cu::SUCCESS && ctx != nullptr && d->CtxGetDevice(&dev) == cu::SUCCESS)
-        return dev;
-    int n = 0;
-    if (d->DeviceGetCount(&n) != cu::SUCCESS || n <= 0) return -1;
-    return local_rank % n;
+    if (d == nullptr || d->CtxGetCurrent(&ctx) != cu::SUCCESS || ctx == nullptr ||
+        d->CtxGetDevice(&dev) != cu::SUCCESS)
+        return -1;
+    return dev;
 }
+
+bool cuda_context_current() { return current_device() >= 0; }
 
 MemKind classify(const void *ptr, int *device) {
     if (device) *device = -1;

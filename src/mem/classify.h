@@ -28,8 +28,8 @@ const topo::cu::Driver *cuda_driver(std::string *why = nullptr);
 MemKind classify(const void *ptr, int *device = nullptr);
 
 // The GPU this thread works on: the device of its current CUDA context (the one
-// cudaSetDevice chose), else local_rank modulo the number of GPUs; -1 without GPUs.
-int current_device(int local_rank);
+// cudaSetDevice chose); -1 when no context is current.
+int current_device();
 
 // true once the driver loaded and cuInit found a GPU (triggers that first use).
 bool cuda_available();
