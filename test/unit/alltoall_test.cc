@@ -5,8 +5,6 @@
 // (alltoallv), every algorithm, in place and not; every byte is compared exactly.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -20,28 +18,9 @@
 
 namespace {
 
-struct Layout {
-    const char *name;
-    std::vector<int> keys;
-    int node_size;
-    size_t segment = 4096;  // small: blocks span several slots
-};
-
-std::vector<int> blocks(int nodes, int ppn) {
-    std::vector<int> k;
-    for (int n = 0; n < nodes; ++n)
-        for (int i = 0; i < ppn; ++i) k.push_back(n);
-    return k;
-}
-
-int count_strata_segments() {
-    int n = 0;
-    if (DIR *d = opendir("/dev/shm")) {
-        while (dirent *e = readdir(d)) n += strncmp(e->d_name, "strata-", 7) == 0;
-        closedir(d);
-    }
-    return n;
-}
+using strata_test::blocks;
+using strata_test::count_strata_segments;
+using strata_test::Layout;
 
 struct Call {
     size_t unit;  // bytes per block (uniform) or scale of the per-pair sizes
@@ -184,24 +163,19 @@ TEST_P(AlltoallLayouts, ExactForEveryCall) {
     EXPECT_EQ(count_strata_segments(), before) << "a segment was left in /dev/shm";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Layouts, AlltoallLayouts,
-    ::testing::Values(Layout{"1x1", blocks(1, 1), 0}, Layout{"1x3", blocks(1, 3), 0},
-                      Layout{"1x4", blocks(1, 4), 0}, Layout{"2x1", blocks(2, 1), 0},
-                      Layout{"2x2", blocks(2, 2), 0}, Layout{"2x3", blocks(2, 3), 0},
-                      Layout{"3x2", blocks(3, 2), 0}, Layout{"4x1", blocks(4, 1), 0},
-                      Layout{"3x3", blocks(3, 3), 0}, Layout{"4x4", blocks(4, 4), 0},
-                      Layout{"virtual_5_by_2", blocks(1, 5), 2},
-                      Layout{"virtual_7_by_3", blocks(1, 7), 3},
-                      Layout{"uneven_3_2", {0, 0, 0, 1, 1}, 0},
-                      Layout{"uneven_1_3_2", {0, 1, 1, 1, 2, 2}, 0},
-                      Layout{"uneven_1_1_2", {0, 1, 2, 2}, 0},
-                      Layout{"interleaved", {0, 1, 0, 1}, 0},
-                      Layout{"uneven_4_1_3", {0, 0, 0, 0, 1, 2, 2, 2}, 0},
-                      Layout{"uneven_2_5", {0, 0, 1, 1, 1, 1, 1}, 0},
-                      Layout{"interleaved_uneven", {0, 1, 2, 0, 1, 0, 2, 0}, 0},
-                      Layout{"3x3_tiny_slots", blocks(3, 3), 0, 64},
-                      Layout{"uneven_3_1_2_tiny_slots", {0, 0, 0, 1, 2, 2}, 0, 100}),
-    [](const ::testing::TestParamInfo<Layout> &i) { return std::string(i.param.name); });
+// The shared layouts, and alltoall's own: more uneven shapes (every pair of nodes
+// exchanges a different amount) and slots smaller than one block.
+std::vector<Layout> alltoall_layouts() {
+    std::vector<Layout> v = strata_test::standard_layouts();
+    v.insert(v.end(), {Layout{"uneven_4_1_3", {0, 0, 0, 0, 1, 2, 2, 2}, 0},
+                       Layout{"uneven_2_5", {0, 0, 1, 1, 1, 1, 1}, 0},
+                       Layout{"interleaved_uneven", {0, 1, 2, 0, 1, 0, 2, 0}, 0},
+                       Layout{"3x3_tiny_slots", blocks(3, 3), 0, 64},
+                       Layout{"uneven_3_1_2_tiny_slots", {0, 0, 0, 1, 2, 2}, 0, 100}});
+    return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, AlltoallLayouts, ::testing::ValuesIn(alltoall_layouts()),
+                         strata_test::layout_name);
 
 }  // namespace

@@ -24,6 +24,7 @@ struct Layout {
     const char *name;
     std::vector<int> keys;  // node key per rank
     int node_size;          // virtual nodes (0: real layout)
+    size_t segment = 4096;  // pipeline segment: small, so that blocks span several slots
 };
 
 inline std::vector<int> blocks(int nodes, int ppn) {
@@ -169,7 +170,7 @@ std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const st
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.node_size = lay.node_size;
-        cfg.segment_size = 4096;
+        cfg.segment_size = lay.segment;
         cfg.small_msg_size = 2048;
         std::vector<strata_team_t *> teams = make_teams(job, rank, lay.keys[size_t(rank)], cfg, coll);
         std::string &err = errors[size_t(rank)];
