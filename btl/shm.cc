@@ -19,7 +19,9 @@ namespace {
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
 constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-size_t ctrl_bytes(int local_size) { return align_up(size_t(local_size) * kFlagCount * kLine, kPage); }
+size_t ctrl_bytes(int local_size) {
+    return align_up(size_t(local_size) * (kFlagCount * kLine + ShmChannel::kMailboxBytes), kPage);
+}
 }  // namespace
 
 // Setup failures are expected conditions (a full /dev/shm): they are reported
@@ -113,6 +115,10 @@ void ShmChannel::unlink() {
 uint64_t *ShmChannel::flag(int local, int which) const {
     char *p = static_cast<char *>(base_) + (size_t(local) * kFlagCount + size_t(which)) * kLine;
     return reinterpret_cast<uint64_t *>(p);
+}
+
+char *ShmChannel::mailbox(int local) const {
+    return static_cast<char *>(base_) + size_t(local_size_) * kFlagCount * kLine + size_t(local) * kMailboxBytes;
 }
 
 char *ShmChannel::region(int local) const {

@@ -1,7 +1,7 @@
 // btl/shm.h - the intra-node shared-memory channel.
 //
-// One segment per team and node: a control block of flags per local rank, then
-// one data region per local rank. The node leader creates the segment (0600,
+// One segment per team and node: a control block of flags per local rank, a
+// mailbox per local rank, then one data region per local rank. The node leader creates the segment (0600,
 // O_EXCL, unguessable name); the others map it; it is unlinked as soon as every
 // local peer has mapped it, so nothing outlives the job.
 //
@@ -24,7 +24,8 @@ enum ShmFlag : int {
     kFlagReady = 0,   // my input for this segment is in my region
     kFlagSlice = 1,   // the part of the result I own is final
     kFlagDone = 2,    // I no longer read anyone's region for this segment
-    kFlagUser = 3,    // first flag free for algorithm-specific use
+    kFlagPosted = 3,  // buffer exchange n (team.h): 2n-1 my mailbox holds my buffer, 2n I mapped yours
+    kFlagUser = 4,    // first flag free for algorithm-specific use
     kFlagClosed = 7,  // team teardown: I no longer map my peers' GPU regions (a count of tries)
     kFlagCount = 8
 };
@@ -48,6 +49,10 @@ public:
     void unlink();
 
     uint64_t *flag(int local, int which) const;
+    // kMailboxBytes of local rank `local`, written by it and read by its peers
+    // between flag stores (cache-line aligned).
+    static constexpr size_t kMailboxBytes = 512;
+    char *mailbox(int local) const;
     char *region(int local) const;
     size_t region_bytes() const { return region_bytes_; }
     int local_size() const { return local_size_; }

@@ -45,9 +45,10 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     STRATA_CHECK(s.run(team.transport()));
     STRATA_CHECK(staging.leave());
     team.count_call(coll, alg);
-    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s", strata_coll_name(coll),
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
         table.algorithms[alg].name, team.device() ? " in GPU memory" : "",
+        team.mapped_call() ? ", local peers' buffers read in place (IPC)" : "",
         !staged ? "" : team.device() ? ", host buffers staged through the GPU"
                                      : ", device buffers staged through host");
     return STRATA_OK;
@@ -69,6 +70,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->host_buffers = 1;
     cfg->device_path = STRATA_DEVICE_PATH_GPU;
     cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
+    cfg->ipc_cache_size = 64;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

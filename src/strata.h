@@ -108,6 +108,7 @@ typedef struct strata_config {
     int host_buffers;               /* 0: a communicator where no rank has a GPU falls back */
     int device_path;                /* strata_device_path_t */
     int device_transport;           /* strata_device_transport_t */
+    int ipc_cache_size;             /* node peers' device buffers kept mapped (CUDA IPC); 0: copy instead */
 } strata_config_t;
 
 /* Logging: the glue routes core messages to its own output (opal_output). */

@@ -22,7 +22,9 @@ constexpr time_t kReleaseWaitSeconds = 2;
 }  // namespace
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
-    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {}
+    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {
+    ipc_.set_capacity(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0));
+}
 
 Team::~Team() { release_device(); }
 
@@ -35,6 +37,13 @@ Team::~Team() { release_device(); }
 // default segment size), rather than freed under its feet.
 void Team::release_device() {
     if (device_tries_ == 0) return;
+    const IpcCache::Stats &st = ipc_.stats();
+    if (st.misses > 0)
+        log(1, "IPC cache of local peers' buffers: %llu mapped, %llu hits, %llu evicted, %llu stale, %zu open "
+               "at release",
+            (unsigned long long)st.misses, (unsigned long long)st.hits, (unsigned long long)st.evicted,
+            (unsigned long long)st.stale, ipc_.size());
+    ipc_.clear();
     dregions_.close_peers();
     const int local_size = layout_.my_local_size(), me = layout_.my_local();
     bool all_closed = true;
@@ -242,6 +251,60 @@ Status Team::setup_shm() {
     STRATA_CHECK(s.run(tp_));
     if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
     return shm_.attach(cfg_.shm_dir, name, local_size, region);
+}
+
+namespace {
+// What a rank posts in its mailbox for buffer exchange n: in half n % 2, so that a rank
+// one exchange ahead never overwrites what a slower peer still reads. (No rank gets
+// two ahead: finishing exchange n waits for every peer's "mapped" of n.)
+struct Post {
+    int posted;  // ref describes this rank's buffer
+    int opened;  // this rank mapped every peer's buffer
+    IpcRef ref;
+};
+static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small");
+Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
+}  // namespace
+
+Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped) {
+    *mapped = false;
+    const int L = layout_.my_local_size(), me = layout_.my_local();
+    // All three agree on the node: the device path is agreed, the cache size is a
+    // setting, and the node's size is the node's.
+    if (!device() || !ipc_.enabled() || L == 1) return STRATA_OK;
+    const uint64_t n = ++exchanges_;
+    ipc_.begin_call();
+    Post *mine = post_of(shm_.mailbox(me), n);
+    mine->opened = 0;
+    mine->posted = ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
+    Schedule s;
+    s.signal(flag(me, kFlagPosted), 2 * n - 1);
+    wait_all(s, kFlagPosted, 2 * n - 1, me);
+    STRATA_CHECK(s.run(tp_));
+
+    bufs->assign(size_t(L), nullptr);
+    (*bufs)[size_t(me)] = static_cast<const char *>(buf);
+    // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
+    bool ok = true;
+    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->posted;
+    for (int i = 0; i < L && ok; ++i) {
+        if (i == me) continue;
+        char *p = nullptr;
+        ok = ipc_.map(*dom_, i, post_of(shm_.mailbox(i), n)->ref, &p) == STRATA_OK;
+        (*bufs)[size_t(i)] = p;
+    }
+    mine->opened = ok;
+    s.clear();
+    s.signal(flag(me, kFlagPosted), 2 * n);
+    wait_all(s, kFlagPosted, 2 * n, me);
+    STRATA_CHECK(s.run(tp_));
+    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->opened;
+    if (!ok)
+        log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
+               "pool memory): copied through the stage slots",
+            layout_.my_node());
+    *mapped = mapped_call_ = ok;
+    return STRATA_OK;
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {

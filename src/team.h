@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "btl/device_regions.h"
+#include "btl/ipc_cache.h"
 #include "btl/shm.h"
 #include "common.h"
 #include "engine.h"
@@ -77,8 +78,23 @@ public:
     // This team's staging of device buffers (host copies kept between calls).
     Staging &staging();
 
+    // Zero-copy reads of node peers' buffers on a device team (IPC cache on, more than
+    // one rank on the node): posts buf, this rank's buffer of the call, in its mailbox,
+    // maps every local peer's through the cache, and learns whether every rank of the
+    // node could. If so, *mapped is true and (*bufs)[i] is local rank i's buffer in
+    // this process (buf itself for this rank); the caller's schedule must then keep
+    // this rank from returning before every local peer has read buf. Else
+    // *mapped is false on every rank of the node, which copies through the stage
+    // slots. Collective over the node's ranks; the outcome agrees among them.
+    Status map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped);
+    bool mapped_call() const { return mapped_call_; }  // the current call read peers' buffers in place
+    const IpcCache &ipc_cache() const { return ipc_; }
+
     Schedule &schedule() { return sched_; }
-    void begin_call() { ++call_seq_; }
+    void begin_call() {
+        ++call_seq_;
+        mapped_call_ = false;
+    }
     void count_call(strata_coll_t coll, int alg) { ++calls_[coll][alg]; }
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
@@ -100,6 +116,9 @@ private:
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
     DeviceRegions dregions_;
+    IpcCache ipc_;                // node peers' user buffers, mapped
+    uint64_t exchanges_ = 0;      // map_local_buffers calls (kFlagPosted counts them)
+    bool mapped_call_ = false;
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     BouncePool bounce_;
     uint64_t call_seq_ = 0;

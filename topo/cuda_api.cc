@@ -23,6 +23,10 @@ static_assert((long)ERROR_NOT_FOUND == (long)CUDA_ERROR_NOT_FOUND, "cuda.h misma
 static_assert((long)POINTER_ATTR_MEMORY_TYPE == (long)CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_IS_MANAGED == (long)CU_POINTER_ATTRIBUTE_IS_MANAGED, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_DEVICE_ORDINAL == (long)CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_BUFFER_ID == (long)CU_POINTER_ATTRIBUTE_BUFFER_ID, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_IS_LEGACY_IPC_CAPABLE == (long)CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+              "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_RANGE_START_ADDR == (long)CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, "cuda.h mismatch");
 static_assert((long)MEMORYTYPE_HOST == (long)CU_MEMORYTYPE_HOST, "cuda.h mismatch");
 static_assert((long)MEMORYTYPE_DEVICE == (long)CU_MEMORYTYPE_DEVICE, "cuda.h mismatch");
 static_assert(sizeof(int) == sizeof(CUpointer_attribute), "cuda.h mismatch");

@@ -31,6 +31,7 @@ typedef struct mca_coll_strata_component_t {
     char *shm_dir;
     int device_path;        /* strata_device_path_t */
     int device_transport;   /* strata_device_transport_t */
+    int ipc_cache_size;     /* peers' device buffers kept mapped per communicator; 0: off */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;

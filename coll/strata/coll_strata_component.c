@@ -53,6 +53,7 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .shm_dir = NULL,
     .device_path = STRATA_DEVICE_PATH_GPU,
     .device_transport = STRATA_DEVICE_TRANSPORT_AUTO,
+    .ipc_cache_size = 64,
     .output = -1,
 };
 
@@ -187,6 +188,17 @@ static int mca_coll_strata_register(void)
             "CUDA support, else staged; the same on every rank)",
             transports, OPAL_INFO_LVL_4, &cs->device_transport);
     }
+    (void) mca_base_component_var_register(c, "ipc_cache_size",
+        "On the gpu device path, node peers read each other's device buffers in place, "
+        "mapped through CUDA IPC, instead of copying them into strata's exported stage "
+        "slots first (large allreduce). Mappings are kept between calls, keyed by the "
+        "allocation and its buffer id so that a freed and re-allocated address is never "
+        "confused; this is how many a communicator keeps per rank (least recently used "
+        "closed first, all closed at communicator free). An open mapping keeps a buffer "
+        "its owner freed allocated, so this also bounds GPU memory held that way. 0 turns "
+        "mapping off: every call copies through the stage slots",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->ipc_cache_size);
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         register_algorithm_var(c, (strata_coll_t) coll);
     }
@@ -246,6 +258,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->host_buffers = cs->host_buffers ? 1 : 0;
     cfg->device_path = cs->device_path;
     cfg->device_transport = cs->device_transport;
+    cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

@@ -14,6 +14,13 @@
 // Slices are split Lmax ways (Lmax = most ranks on any node); on a node with L
 // ranks, slice t belongs to local rank t % L, so uneven nodes line up on rails.
 // A rank alone on its node skips the slots and runs the rails on recvbuf.
+//
+// On a device team the copy-in goes away where it can: the ranks of a node map each
+// other's send buffers through CUDA IPC (team.map_local_buffers) and the owners of the
+// slices read them in place. The owner of slice t is the only reader of slice t of a
+// peer's buffer, and reads it before raising SLICE, which every rank waits for before
+// it copies slice t out: so no rank returns (and frees or reuses its buffer) while a
+// peer still reads it, and in place is safe too.
 #include "algo/algo.h"
 
 namespace strata {
@@ -34,6 +41,9 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
     char *tmp = team.scratch(size_t(Team::kStages) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
+    std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
+    bool mapped = false;
+    if (L > 1 && sg.n > 0) STRATA_CHECK(team.map_local_buffers(sbuf, &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -57,17 +67,22 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
             s.signal(team.flag(j, kFlagDone), g + 1, rails);
             continue;
         }
-        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
-        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+        StepId ready = free;  // every input of segment g can be read (and res written)
+        if (!mapped) {
+            const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
+            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+            ready = team.wait_all(s, kFlagReady, g + 1, j, {copied});
+        }
+        auto input = [&](int r, const Split &sp) -> const void * {
+            return mapped ? inputs[size_t(r)] + (off + sp.offset) * es : team.slot(r, g, 0) + sp.offset * es;
+        };
 
         std::vector<StepId> mine;
         for (int t = j; t < lmax; t += L) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
             std::vector<const void *> srcs;
-            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0) + sp.offset * es);
-            const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op,
-                                        {ready, copied});
+            for (int r = 0; r < L; ++r) srcs.push_back(input(r, sp));
+            const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op, {ready});
             mine.push_back(rail_allreduce_ring(s, team, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));

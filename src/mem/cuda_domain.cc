@@ -187,6 +187,22 @@ public:
         return STRATA_OK;
     }
 
+    Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) override {
+        unsigned long long id = 0, start = 0;
+        int capable = 0;
+        int attrs[3] = {cu::POINTER_ATTR_BUFFER_ID, cu::POINTER_ATTR_RANGE_START_ADDR,
+                        cu::POINTER_ATTR_IS_LEGACY_IPC_CAPABLE};
+        void *data[3] = {&id, &start, &capable};
+        // Unknown (host) pointers succeed with every value zero, so "not capable".
+        const cu::CUresult rc = d_.PointerGetAttributes(3, attrs, data, reinterpret_cast<cu::CUdeviceptr>(p));
+        if (rc != cu::SUCCESS) return device_error("cuPointerGetAttributes", rc);
+        if (!capable || start == 0) return STRATA_ERR_UNSUPPORTED;
+        ref->base = start;
+        ref->buffer_id = id;
+        ref->offset = reinterpret_cast<uintptr_t>(p) - start;
+        return with_handle ? ipc_export(reinterpret_cast<void *>(start), &ref->handle) : STRATA_OK;
+    }
+
     void ipc_close(void *p) override {
         if (p == nullptr) return;
         Scope scope(*this);

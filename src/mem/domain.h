@@ -9,6 +9,7 @@
 #define STRATA_MEM_DOMAIN_H
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common.h"
 
@@ -25,6 +26,17 @@ struct Ticket {
 // An exported device allocation, as CUDA IPC hands it to another process.
 struct IpcHandle {
     char bytes[64];
+};
+
+// A buffer inside a device allocation, as another process of the node maps it: the
+// allocation's handle, where the allocation starts in the exporting process, a
+// process-unique id of the allocation (a freed and re-allocated address gets a new
+// one, so the pair never names two allocations), and the buffer's offset in it.
+struct IpcRef {
+    IpcHandle handle;
+    uint64_t base;
+    uint64_t buffer_id;
+    uint64_t offset;
 };
 
 using ReduceFn = void (*)(void *dst, const void *const *srcs, int nsrc, size_t count);
@@ -59,6 +71,14 @@ public:
         return STRATA_ERR_UNSUPPORTED;
     }
     virtual void ipc_close(void *p) { (void)p; }
+    // The allocation holding p, as ipc_open in a peer takes it. Cheap, apart from the
+    // handle (ipc_export): *ref->handle is filled only when with_handle. Unsupported
+    // where p's memory cannot be shared through CUDA IPC (host, managed, or memory
+    // from the virtual memory or stream-ordered allocators).
+    virtual Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) {
+        (void)p, (void)with_handle, (void)ref;
+        return STRATA_ERR_UNSUPPORTED;
+    }
 };
 
 // Waits for a ticket (yielding the CPU between polls).
