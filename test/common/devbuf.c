@@ -22,6 +22,7 @@ static struct {
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemHostAlloc)(void **, size_t, unsigned);
     CUresult (*MemFreeHost)(void *);
@@ -67,6 +68,7 @@ int devbuf_init(int local_rank, char *why, size_t why_size)
     LOAD(CtxSetCurrent, "cuCtxSetCurrent");
     LOAD(CtxSynchronize, "cuCtxSynchronize");
     LOAD(MemAlloc, "cuMemAlloc_v2");
+    LOAD(MemAllocManaged, "cuMemAllocManaged");
     LOAD(MemFree, "cuMemFree_v2");
     LOAD(MemHostAlloc, "cuMemHostAlloc");
     LOAD(MemFreeHost, "cuMemFreeHost");
@@ -95,6 +97,14 @@ void *devbuf_alloc(size_t bytes)
 {
     CUdeviceptr p = 0;
     if (report("cuMemAlloc", cu.MemAlloc(&p, bytes ? bytes : 1))) return NULL;
+    return (void *) p;
+}
+
+void *devbuf_alloc_managed(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    /* CU_MEM_ATTACH_GLOBAL */
+    if (report("cuMemAllocManaged", cu.MemAllocManaged(&p, bytes ? bytes : 1, 1))) return NULL;
     return (void *) p;
 }
 

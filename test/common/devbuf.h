@@ -21,6 +21,9 @@ const char *devbuf_name(void);
 
 /* Device memory (NULL on failure, with a message on stderr). */
 void *devbuf_alloc(size_t bytes);
+/* Managed (unified) memory: usable by the GPU, not shareable through CUDA IPC. */
+void *devbuf_alloc_managed(size_t bytes);
+/* Frees device or managed memory. */
 void devbuf_free(void *p);
 /* Pinned host memory (cuMemHostAlloc). */
 void *devbuf_alloc_pinned(size_t bytes);

@@ -132,15 +132,16 @@ static void *xalloc(size_t n)
  * the pointer the collective sees: the host buffer itself, or (on ranks whose
  * buffers are on the GPU) a device copy of it, which coll_done() copies back into
  * the host buffer (receive side) and frees. */
-enum { KIND_HOST, KIND_DEVICE, KIND_MIXED_EVEN, KIND_MIXED_ODD };
+enum { KIND_HOST, KIND_DEVICE, KIND_MIXED_EVEN, KIND_MIXED_ODD, KIND_MANAGED_ODD, KIND_COUNT };
 static int buf_kind = KIND_HOST;
-static const char *kind_names[] = { "host", "device", "mixed", "mixed-odd" };
+static const char *kind_names[] = { "host", "device", "mixed", "mixed-odd", "managed-odd" };
 static struct { char *host, *dev; size_t bytes; int back; } mirrors[4];
 static int n_mirrors;
 
 static int rank_on_device(int world_rank)
 {
-    return buf_kind == KIND_DEVICE || (buf_kind == KIND_MIXED_EVEN && world_rank % 2 == 0) ||
+    return buf_kind == KIND_DEVICE || buf_kind == KIND_MANAGED_ODD ||
+           (buf_kind == KIND_MIXED_EVEN && world_rank % 2 == 0) ||
            (buf_kind == KIND_MIXED_ODD && world_rank % 2 == 1);
 }
 static int my_world_rank;
@@ -149,7 +150,8 @@ static int my_world_rank;
 static void *coll_buf(void *host, size_t bytes, int back)
 {
     if (!rank_on_device(my_world_rank) || host == NULL) return host;
-    char *dev = devbuf_alloc(bytes);
+    char *dev = buf_kind == KIND_MANAGED_ODD && my_world_rank % 2 ? devbuf_alloc_managed(bytes)
+                                                                   : devbuf_alloc(bytes);
     if (!dev || devbuf_to_dev(dev, host, bytes)) MPI_Abort(MPI_COMM_WORLD, 2);
     mirrors[n_mirrors].host = host;
     mirrors[n_mirrors].dev = dev;
@@ -616,6 +618,7 @@ static void usage(void)
            "  -m  communicators: world,dup,reversed,split (default: world)\n"
            "  -d  buffers the collectives see: host (default), device (GPU memory on every rank),\n"
            "      mixed (GPU memory on even ranks, host on odd), mixed-odd (the other way round);\n"
+           "      managed-odd (GPU memory on even ranks, managed memory on odd ones);\n"
            "      exits 77 when a GPU is needed and there is none\n"
            "  -L  with a GPU kind: also N calls on freshly allocated device buffers; fails if\n"
            "      device memory in use grows\n"
@@ -716,8 +719,8 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-s") && v) { g_seed = strtoull(v, NULL, 0); a++; }
         else if (!strcmp(s, "-d") && v) {
             int k = 0;
-            while (k < 4 && strcmp(v, kind_names[k])) k++;
-            if (k == 4) err = 1; else buf_kind = k;
+            while (k < KIND_COUNT && strcmp(v, kind_names[k])) k++;
+            if (k == KIND_COUNT) err = 1; else buf_kind = k;
             a++;
         }
         else if (!strcmp(s, "-L") && v) { leak_calls = atol(v); a++; }

@@ -125,6 +125,36 @@ TEST_F(CudaDomainTest, ClassifiesDeviceMemory) {
     EXPECT_STREQ(dom_->name(), "cuda:0");
 }
 
+// What a peer needs to map a buffer: the allocation's start, the buffer's offset in
+// it, an id that a re-allocation at the same address does not repeat, and the handle.
+TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
+    char *p = static_cast<char *>(dev_alloc(1 << 20));
+    ASSERT_NE(p, nullptr);
+    strata::IpcRef a{}, b{};
+    ASSERT_EQ(dom_->ipc_describe(p + 4100, true, &a), STRATA_OK);
+    EXPECT_EQ(a.base, reinterpret_cast<uintptr_t>(p));
+    EXPECT_EQ(a.offset, 4100u);
+    EXPECT_NE(a.buffer_id, 0u);
+    strata::IpcHandle direct{};
+    ASSERT_EQ(dom_->ipc_export(p, &direct), STRATA_OK);
+    EXPECT_EQ(memcmp(a.handle.bytes, direct.bytes, sizeof direct.bytes), 0);
+    ASSERT_EQ(dom_->ipc_describe(p, false, &b), STRATA_OK);
+    EXPECT_EQ(b.buffer_id, a.buffer_id);
+    EXPECT_EQ(b.offset, 0u);
+
+    char *q = static_cast<char *>(dev_alloc(1 << 20));
+    ASSERT_NE(q, nullptr);
+    ASSERT_EQ(dom_->ipc_describe(q, false, &b), STRATA_OK);
+    EXPECT_NE(b.buffer_id, a.buffer_id);
+
+    std::vector<char> host(64);
+    EXPECT_EQ(dom_->ipc_describe(host.data(), false, &b), STRATA_ERR_UNSUPPORTED);
+    void *pinned = nullptr;
+    ASSERT_EQ(dom_->alloc_host(4096, &pinned), STRATA_OK);
+    EXPECT_EQ(dom_->ipc_describe(pinned, false, &b), STRATA_ERR_UNSUPPORTED);
+    dom_->release_host(pinned);
+}
+
 TEST_F(CudaDomainTest, CopyRoundTrip) {
     for (size_t bytes : {size_t(0), size_t(1), size_t(4099), size_t(3) << 20}) {
         std::vector<unsigned char> in(bytes + 1), out(bytes + 1, 0);

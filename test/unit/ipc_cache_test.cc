@@ -1,0 +1,228 @@
+// test/unit/ipc_cache_test.cc - the cache of node peers' buffers mapped through IPC.
+//
+// A stand-in domain hands out a distinct "mapping" per open and counts opens, closes
+// and handle exports, so the cache's keying, LRU bound and release are checked
+// without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "btl/ipc_cache.h"
+
+namespace {
+
+using strata::IpcCache;
+using strata::IpcHandle;
+using strata::IpcRef;
+
+// The handle of allocation `id` carries its id; opening it "maps" it at a fresh address.
+class MapDomain : public strata::MemDomain {
+public:
+    const char *name() const override { return "map-test"; }
+    strata::Status copy(void *, const void *, size_t, strata::Ticket *) override { return STRATA_ERR_UNSUPPORTED; }
+    strata::Status reduce(void *, const void *const *, int, size_t, strata_dtype_t, strata_op_t,
+                          strata::Ticket *) override {
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    strata::Status poll(strata::Ticket *, bool *done) override {
+        *done = true;
+        return STRATA_OK;
+    }
+    strata::Status alloc(size_t, void **) override { return STRATA_ERR_UNSUPPORTED; }
+    void release(void *) override {}
+    strata::Status alloc_host(size_t, void **) override { return STRATA_ERR_UNSUPPORTED; }
+    void release_host(void *) override {}
+
+    strata::Status ipc_open(const IpcHandle &h, void **p) override {
+        if (fail_open) return STRATA_ERR_DEVICE;
+        ++opens;
+        next_ += 0x100000;
+        *p = reinterpret_cast<void *>(next_);
+        open.insert(next_);
+        uint64_t id = 0;
+        std::memcpy(&id, h.bytes, sizeof id);
+        opened_id[next_] = id;
+        return STRATA_OK;
+    }
+    void ipc_close(void *p) override {
+        ++closes;
+        EXPECT_EQ(open.erase(reinterpret_cast<uintptr_t>(p)), 1u) << "closed twice or never opened";
+    }
+    // Buffers live in allocations of 1 MiB at base = p & ~(1 MiB - 1); the allocation's
+    // id is whatever `id_at` says for that base (tests change it to "re-allocate").
+    strata::Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) override {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(p), base = a & ~uintptr_t(0xfffff);
+        auto it = id_at.find(base);
+        if (it == id_at.end()) return STRATA_ERR_UNSUPPORTED;
+        ref->base = base;
+        ref->offset = a - base;
+        ref->buffer_id = it->second;
+        if (with_handle) {
+            ++exports;
+            std::memset(ref->handle.bytes, 0, sizeof ref->handle.bytes);
+            std::memcpy(ref->handle.bytes, &it->second, sizeof it->second);
+        }
+        return STRATA_OK;
+    }
+
+    int opens = 0, closes = 0, exports = 0;
+    bool fail_open = false;
+    std::set<uintptr_t> open;
+    std::map<uintptr_t, uint64_t> opened_id, id_at;
+
+private:
+    uintptr_t next_ = 0x7000000000;
+};
+
+IpcRef ref_of(uint64_t base, uint64_t id, uint64_t offset = 0) {
+    IpcRef r{};
+    r.base = base;
+    r.buffer_id = id;
+    r.offset = offset;
+    std::memcpy(r.handle.bytes, &id, sizeof id);
+    return r;
+}
+
+class IpcCacheTest : public ::testing::Test {
+protected:
+    char *map(int peer, uint64_t base, uint64_t id, uint64_t offset = 0) {
+        char *p = nullptr;
+        EXPECT_EQ(cache_.map(dom_, peer, ref_of(base, id, offset), &p), STRATA_OK);
+        return p;
+    }
+    uint64_t id_of(char *p) const { return dom_.opened_id.at(reinterpret_cast<uintptr_t>(p)); }
+    MapDomain dom_;
+    IpcCache cache_;
+};
+
+TEST_F(IpcCacheTest, OpensOnceAndAddsTheOffset) {
+    cache_.set_capacity(8);
+    cache_.begin_call();
+    char *a = map(1, 0x1000000, 7, 0);
+    char *b = map(1, 0x1000000, 7, 4096);
+    cache_.begin_call();
+    char *c = map(1, 0x1000000, 7, 12);
+    EXPECT_EQ(dom_.opens, 1);
+    EXPECT_EQ(b, a + 4096);
+    EXPECT_EQ(c, a + 12);
+    EXPECT_EQ(id_of(a), 7u);
+    EXPECT_EQ(cache_.stats().hits, 2u);
+    EXPECT_EQ(cache_.stats().misses, 1u);
+}
+
+TEST_F(IpcCacheTest, AReallocatedAddressIsANewAllocation) {
+    cache_.set_capacity(8);
+    cache_.begin_call();
+    char *old_map = map(1, 0x1000000, 7);
+    cache_.begin_call();
+    char *new_map = map(1, 0x1000000, 8);  // the peer freed 7 and got the address back
+    EXPECT_EQ(dom_.opens, 2);
+    EXPECT_NE(new_map, old_map);
+    EXPECT_EQ(id_of(new_map), 8u);
+    // The old mapping is closed at once: its allocation is gone.
+    EXPECT_EQ(dom_.closes, 1);
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(old_map)), 0u);
+    EXPECT_EQ(cache_.stats().stale, 1u);
+    EXPECT_EQ(cache_.size(), 1u);
+}
+
+TEST_F(IpcCacheTest, PeersAreKeptApart) {
+    cache_.set_capacity(8);
+    cache_.begin_call();
+    char *p1 = map(1, 0x1000000, 7);
+    char *p2 = map(2, 0x1000000, 7);  // the same address and id in another process
+    EXPECT_NE(p1, p2);
+    EXPECT_EQ(dom_.opens, 2);
+    EXPECT_EQ(dom_.closes, 0);
+    EXPECT_EQ(map(1, 0x1000000, 7), p1);
+    EXPECT_EQ(map(2, 0x1000000, 7), p2);
+}
+
+TEST_F(IpcCacheTest, EvictsTheLeastRecentlyUsed) {
+    cache_.set_capacity(3);
+    char *m[4];
+    for (int i = 0; i < 3; ++i) {
+        cache_.begin_call();
+        m[i] = map(1, 0x1000000 * uint64_t(i + 1), uint64_t(i + 1));
+    }
+    cache_.begin_call();
+    EXPECT_EQ(map(1, 0x1000000, 1), m[0]);  // allocation 1 is used again: 2 is now the oldest
+    cache_.begin_call();
+    m[3] = map(1, 0x4000000, 4);
+    EXPECT_EQ(cache_.size(), 3u);
+    EXPECT_EQ(cache_.stats().evicted, 1u);
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(m[1])), 0u);
+    for (int i : {0, 2, 3}) EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(m[i])), 1u) << i;
+}
+
+TEST_F(IpcCacheTest, NeverEvictsWhatTheCurrentCallUses) {
+    cache_.set_capacity(2);
+    cache_.begin_call();
+    char *a = map(1, 0x1000000, 1), *b = map(2, 0x1000000, 2), *c = map(3, 0x1000000, 3);
+    EXPECT_EQ(cache_.size(), 3u);  // over the bound for this call, all still open
+    EXPECT_EQ(dom_.closes, 0);
+    for (char *p : {a, b, c}) EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(p)), 1u);
+    cache_.begin_call();
+    map(1, 0x2000000, 4);
+    EXPECT_EQ(cache_.size(), 2u);  // back to the bound once those calls are over
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(c)), 1u);
+}
+
+TEST_F(IpcCacheTest, ClearAndShrinkClose) {
+    cache_.set_capacity(4);
+    for (int i = 0; i < 4; ++i) {
+        cache_.begin_call();
+        map(1, 0x1000000 * uint64_t(i + 1), uint64_t(i + 1));
+    }
+    cache_.begin_call();
+    cache_.set_capacity(1);
+    EXPECT_EQ(cache_.size(), 1u);
+    EXPECT_EQ(dom_.closes, 3);
+    cache_.clear();
+    EXPECT_EQ(cache_.size(), 0u);
+    EXPECT_TRUE(dom_.open.empty());
+    {
+        IpcCache scoped;
+        scoped.set_capacity(2);
+        char *p = nullptr;
+        ASSERT_EQ(scoped.map(dom_, 1, ref_of(0x1000000, 9), &p), STRATA_OK);
+        EXPECT_EQ(dom_.open.size(), 1u);
+    }
+    EXPECT_TRUE(dom_.open.empty()) << "a cache closes its mappings when it goes";
+}
+
+TEST_F(IpcCacheTest, AFailedOpenIsReportedAndNotKept) {
+    cache_.set_capacity(4);
+    cache_.begin_call();
+    dom_.fail_open = true;
+    char *p = reinterpret_cast<char *>(1);
+    EXPECT_EQ(cache_.map(dom_, 1, ref_of(0x1000000, 1), &p), STRATA_ERR_DEVICE);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(cache_.size(), 0u);
+    dom_.fail_open = false;
+    EXPECT_NE(map(1, 0x1000000, 1), nullptr);
+    EXPECT_EQ(dom_.opens, 1);
+}
+
+TEST_F(IpcCacheTest, ExportsEachAllocationOnce) {
+    dom_.id_at[0x1000000] = 5;
+    dom_.id_at[0x2000000] = 6;
+    IpcRef r{};
+    ASSERT_EQ(cache_.describe(dom_, reinterpret_cast<void *>(0x1000040), &r), STRATA_OK);
+    EXPECT_EQ(r.base, 0x1000000u);
+    EXPECT_EQ(r.offset, 0x40u);
+    EXPECT_EQ(r.buffer_id, 5u);
+    ASSERT_EQ(cache_.describe(dom_, reinterpret_cast<void *>(0x1000080), &r), STRATA_OK);
+    ASSERT_EQ(cache_.describe(dom_, reinterpret_cast<void *>(0x2000000), &r), STRATA_OK);
+    EXPECT_EQ(dom_.exports, 2);
+    dom_.id_at[0x1000000] = 7;  // freed and allocated again at the same address
+    ASSERT_EQ(cache_.describe(dom_, reinterpret_cast<void *>(0x1000000), &r), STRATA_OK);
+    EXPECT_EQ(dom_.exports, 3);
+    uint64_t id = 0;
+    std::memcpy(&id, r.handle.bytes, sizeof id);
+    EXPECT_EQ(id, 7u) << "the handle of the new allocation, not the memoised old one";
+    EXPECT_EQ(cache_.describe(dom_, reinterpret_cast<void *>(0x3000000), &r), STRATA_ERR_UNSUPPORTED);
+}
+
+}  // namespace
