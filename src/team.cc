@@ -266,7 +266,7 @@ static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small"
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
 }  // namespace
 
-Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped) {
+Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped, int source) {
     *mapped = false;
     const int L = layout_.my_local_size(), me = layout_.my_local();
     // All three agree on the node: the device path is agreed, the cache size is a
@@ -276,7 +276,7 @@ Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs,
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->opened = 0;
-    mine->posted = ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
+    mine->posted = (source >= 0 && source != me) || ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
     Schedule s;
     s.signal(flag(me, kFlagPosted), 2 * n - 1);
     wait_all(s, kFlagPosted, 2 * n - 1, me);
@@ -288,7 +288,7 @@ Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs,
     bool ok = true;
     for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->posted;
     for (int i = 0; i < L && ok; ++i) {
-        if (i == me) continue;
+        if (i == me || (source >= 0 && i != source)) continue;
         char *p = nullptr;
         ok = ipc_.map(*dom_, i, post_of(shm_.mailbox(i), n)->ref, &p) == STRATA_OK;
         (*bufs)[size_t(i)] = p;

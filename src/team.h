@@ -86,7 +86,9 @@ public:
     // this rank from returning before every local peer has read buf. Else
     // *mapped is false on every rank of the node, which copies through the stage
     // slots. Collective over the node's ranks; the outcome agrees among them.
-    Status map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped);
+    // source >= 0: only local rank source's buffer is read (and mapped; the other
+    // entries stay nullptr), so only it must be shareable.
+    Status map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped, int source = -1);
     bool mapped_call() const { return mapped_call_; }  // the current call read peers' buffers in place
     const IpcCache &ipc_cache() const { return ipc_; }
 

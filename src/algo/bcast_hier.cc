@@ -13,6 +13,11 @@
 // Nodes are numbered from the root's node (v = (n - root_node) mod N); the chain
 // links v -> v + 1, the binomial tree v -> v + 2^k for 2^k below v's lowest set
 // bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
+//
+// On a device team the node root's copy into its stage goes away where it can: its
+// local peers map its buffer through CUDA IPC (team.map_local_buffers) and copy each
+// segment straight out of it after READY; the node root then returns only once every
+// local peer has said DONE for the last segment.
 #include "algo/algo.h"
 
 namespace strata {
@@ -29,6 +34,9 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
     const uint64_t first = team.take_segments(nseg);
     MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
+    std::vector<const char *> mapped_bufs;  // [nr]: the node root's buffer, when mapped
+    bool mapped = false;
+    if (L > 1 && nseg > 0) STRATA_CHECK(team.map_local_buffers(buf, &mapped_bufs, &mapped, nr));
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);
@@ -56,7 +64,9 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
             const StepId got = parent < 0 ? kNoStep : s.recv(buf + off, len, parent, tag);
             for (int c : children) s.send(buf + off, len, c, tag, {got});
             StepId ready = got;
-            if (L > 1) {
+            if (L > 1 && mapped) {
+                ready = s.signal(team.flag(j, kFlagReady), g + 1, {got});
+            } else if (L > 1) {
                 const StepId free = team.stage_free(s, g);
                 const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
                 ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
@@ -64,10 +74,12 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
             s.signal(team.flag(j, kFlagDone), g + 1, {ready});
         } else {
             const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
-            const StepId cp = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w});
+            const char *from = mapped ? mapped_bufs[size_t(nr)] + off : team.slot(nr, g, 0);
+            const StepId cp = s.copy(dom, buf + off, from, len, {w});
             s.signal(team.flag(j, kFlagDone), g + 1, {cp});
         }
     }
+    if (mapped && j == nr) team.wait_all(s, kFlagDone, first + nseg, j);
     return STRATA_OK;
 }
 

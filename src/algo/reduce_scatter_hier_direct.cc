@@ -18,6 +18,13 @@
 // the slice once. Message tags: one per (segment, slice, destination's local index).
 // In place, the result lands at the start of recvbuf; it only ever overwrites input
 // of segments already copied in.
+//
+// On a device team, when not in place, step 1 goes away where it can: the ranks of a
+// node map each other's send buffers through CUDA IPC (team.map_local_buffers) and
+// the owners read them in place. A rank's copy-out waits only for the owners of its
+// own range, so it also waits for every local peer's last SLICE before returning:
+// until then a peer may still read its send buffer. (In place stays on the copy-in
+// path: a rank's results would overwrite input its peers have yet to read.)
 #include "algo/algo.h"
 
 namespace strata {
@@ -57,6 +64,9 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     // Receive space: per stage, one segment-sized area per node (indexed like the slot).
     char *tmp = team.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
+    std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
+    bool mapped = false;
+    if (L > 1 && sg.n > 0 && !a.in_place) STRATA_CHECK(team.map_local_buffers(sbuf, &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -70,9 +80,12 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
         };
 
         const StepId free = team.stage_free(s, g);
-        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
-        s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+        StepId ready = free;  // every input of segment g can be read (and res written)
+        if (!mapped) {
+            const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
+            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+            ready = team.wait_all(s, kFlagReady, g + 1, j, {copied});
+        }
 
         std::vector<StepId> mine_done;
         for (int t = j; t < lmax; t += L) {
@@ -81,9 +94,10 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
             const std::vector<int> &rail = rails[size_t(t)];
             // 2. node sum of the slice.
             std::vector<const void *> srcs;
-            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0) + (sl.lo - off) * es);
+            for (int r = 0; r < L; ++r)
+                srcs.push_back(mapped ? inputs[size_t(r)] + sl.lo * es : team.slot(r, g, 0) + (sl.lo - off) * es);
             const StepId red = s.reduce(dom, res + (sl.lo - off) * es, srcs, sl.hi - sl.lo,
-                                        a.dtype, a.op, {ready, copied});
+                                        a.dtype, a.op, {ready});
             mine_done.push_back(red);
             // 3. send every other node its ranks' parts of the slice.
             for (int m = 0; m < nnodes; ++m) {
@@ -135,6 +149,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
         }
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
+    if (mapped) team.wait_all(s, kFlagSlice, sg.first + sg.n, j);
     return STRATA_OK;
 }
 
