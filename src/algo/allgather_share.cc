@@ -13,6 +13,12 @@
 // The streams are cut into windows of one stage (both slots, 2 x segment bytes);
 // per segment: copy my window into my stage -> READY -> copy every peer's window
 // out of its stage into my buffer -> DONE.
+//
+// On a device team with a single node there are no remote blocks: every stream is
+// one rank's own block. There the ranks map each other's send buffers through CUDA
+// IPC (team.map_local_buffers) and each copies every peer's block straight into its
+// receive buffer, one copy per block, without stages; a rank returns once every
+// local peer is done reading its block.
 #include <algorithm>
 
 #include "algo/algo.h"
@@ -44,7 +50,24 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
     const size_t window = 2 * team.segment_bytes();  // both slots of a stage are contiguous
     MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
-    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
+
+    if (l.nnodes() == 1) {
+        std::vector<const char *> blocks;  // local rank i's block, when mapped
+        bool mapped = false;
+        STRATA_CHECK(team.map_local_buffers(sbuf, &blocks, &mapped));
+        if (mapped) {
+            const uint64_t g = team.take_segments(1);
+            std::vector<StepId> outs;
+            for (int i = 0; i < L; ++i) {
+                const int r = l.rank_at(0, i);
+                if (i != j) outs.push_back(s.copy(dom, rbuf + a.displs[r], blocks[size_t(i)], a.counts[r]));
+            }
+            s.signal(team.flag(j, kFlagDone), g + 1, outs);
+            team.wait_all(s, kFlagDone, g + 1, j);
+            return STRATA_OK;
+        }
+    }
 
     std::vector<std::vector<int>> streams(static_cast<size_t>(L));
     uint64_t nseg = 0;
