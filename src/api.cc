@@ -192,9 +192,10 @@ strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int r
     return run_collective(t, STRATA_COLL_BCAST, a);
 }
 
-strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
-                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes,
-                                 const size_t *rdispls) {
+namespace {
+// uniform: plain alltoall, whose blocks every rank knows the place of in every buffer.
+strata_status_t alltoall(strata_team_t *team, const void *sendbuf, const size_t *sbytes, const size_t *sdispls,
+                         void *recvbuf, const size_t *rbytes, const size_t *rdispls, bool uniform) {
     STRATA_CHECK(check_team(team));
     if (!rbytes || !rdispls) return STRATA_ERR_ARG;
     if (sendbuf && (!sbytes || !sdispls)) return STRATA_ERR_ARG;
@@ -210,7 +211,15 @@ strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const
     a.send_displs = a.in_place ? rdispls : sdispls;
     a.counts = rbytes;
     a.displs = rdispls;
+    a.uniform = uniform;
     return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLTOALL, a);
+}
+}  // namespace
+
+strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes,
+                                 const size_t *rdispls) {
+    return alltoall(team, sendbuf, sbytes, sdispls, recvbuf, rbytes, rdispls, false);
 }
 
 strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *recvbuf,
@@ -219,8 +228,7 @@ strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *
     const Team &t = *static_cast<Team *>(team);
     std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
     for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
-    return strata_alltoallv(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(),
-                            displs.data());
+    return alltoall(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(), displs.data(), true);
 }
 
 strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,

@@ -26,6 +26,7 @@ struct CollArgs {
     const size_t *displs = nullptr; // per-rank byte offsets in recvbuf (*v)
     const size_t *send_counts = nullptr;  // alltoallv: bytes to each rank
     const size_t *send_displs = nullptr;  // alltoallv: byte offsets in sendbuf
+    bool uniform = false;           // alltoall (not v): every block the same size at r * size, on every rank
     size_t bytes() const { return count * strata_dtype_size(dtype); }
 };
 

@@ -6,6 +6,12 @@
 // here, rbytes there), which is all alltoallv guarantees. Own block: a local copy.
 // In place: every outgoing block is first copied to scratch, and receives into
 // recvbuf start only once all of those copies are done.
+//
+// On a device team, plain alltoall (every block the same size, at the same place on
+// every rank) not in place: the ranks of a node map each other's send buffers through
+// CUDA IPC (team.map_local_buffers) and each copies its blocks from its node peers
+// straight out of theirs, instead of a send and a receive; a rank returns once every
+// local peer is done reading its buffer.
 #include "algo/algo.h"
 
 namespace strata {
@@ -28,10 +34,28 @@ Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
         if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall scratch");
     }
     const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
+
+    const Layout &l = team.layout();
+    std::vector<const char *> peers;  // local rank i's send buffer, when mapped
+    bool mapped = false;
+    if (a.uniform && !a.in_place && l.my_local_size() > 1)
+        STRATA_CHECK(team.map_local_buffers(a.sendbuf, &peers, &mapped));
+    auto local = [&](int r) { return mapped && l.node_of[size_t(r)] == l.my_node(); };
+    std::vector<StepId> copies;
     for (int i = 1; i < p; ++i) {
         const int to = (me + i) % p, fr = (me - i + p) % p;
-        s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
-        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged});
+        if (!local(to)) s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
+        if (!local(fr)) {
+            s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged});
+        } else {  // uniform: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's
+            copies.push_back(s.copy(team.domain(), rbuf + a.displs[fr],
+                                    peers[size_t(l.local_of[size_t(fr)])] + a.send_displs[me], a.counts[fr]));
+        }
+    }
+    if (mapped) {
+        const uint64_t g = team.take_segments(1);
+        s.signal(team.flag(l.my_local(), kFlagDone), g + 1, copies);
+        team.wait_all(s, kFlagDone, g + 1, l.my_local());
     }
     return STRATA_OK;
 }
