@@ -39,30 +39,8 @@ struct Counting {
         ++of(c).allgathers;
         return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
     }
-    strata_transport_t transport() {
-        strata_transport_t t = inner;
-        t.ctx = this;
-        t.isend = &isend;
-        t.irecv = &irecv;
-        t.test = &test;
-        t.agree_min = &agree_min;
-        t.allgather_int = &allgather_int;
-        return t;
-    }
+    strata_transport_t transport() { return strata_test::forwarding_transport(this, inner); }
 };
-
-// Makes GPU 0's primary context current on this thread, as cudaSetDevice(0) would.
-bool make_context_current(std::string *why) {
-    const strata::topo::cu::Driver *d = strata::cuda_driver(why);
-    if (d == nullptr) return false;
-    strata::topo::cu::CUdevice dev = 0;
-    strata::topo::cu::CUcontext ctx = nullptr;
-    if (d->DeviceGet(&dev, 0) != 0 || d->DevicePrimaryCtxRetain(&ctx, dev) != 0 || d->CtxSetCurrent(ctx) != 0) {
-        *why = "could not make GPU 0's context current";
-        return false;
-    }
-    return true;
-}
 
 TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
     if (!strata::cuda_available()) {
@@ -86,9 +64,9 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
             err = "team create";
             return;
         }
-        if (rank == 0 && !make_context_current(&err)) return;
+        if (rank == 0 && !strata_test::make_gpu0_current(&err)) return;
         for (int call = 1; call <= kCalls; ++call) {
-            if (rank == 1 && call == kRank1GetsGpuAt && !make_context_current(&err)) break;
+            if (rank == 1 && call == kRank1GetsGpuAt && !strata_test::make_gpu0_current(&err)) break;
             int v[4] = {rank + call, 1, rank, call};
             if (strata_allreduce(team, nullptr, v, 4, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) {
                 err = "allreduce failed at call " + std::to_string(call);

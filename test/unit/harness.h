@@ -12,10 +12,13 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "mem/classify.h"
 #include "strata.h"
+#include "topo/cuda_api.h"
 
 namespace strata_test {
 
@@ -155,6 +158,36 @@ private:
     uint64_t gen_ = 0, gen2_ = 0;
     std::vector<Ctx> ctx_;
 };
+
+// A transport whose calls go to W's static isend, irecv, test, agree_min and
+// allgather_int with w as their ctx (a test's wrapper around a rank's transport, which
+// it keeps and forwards to); everything else is base's.
+template <class W>
+strata_transport_t forwarding_transport(W *w, strata_transport_t base) {
+    base.ctx = w;
+    base.isend = &W::isend;
+    base.irecv = &W::irecv;
+    base.test = &W::test;
+    base.agree_min = &W::agree_min;
+    base.allgather_int = &W::allgather_int;
+    return base;
+}
+
+// Makes GPU 0's primary context current on this thread, as cudaSetDevice(0) would, so
+// that the calling rank has a GPU. false with *why (no driver, or the context fails).
+inline bool make_gpu0_current(std::string *why) {
+    namespace cu = strata::topo::cu;
+    const cu::Driver *d = strata::cuda_driver(why);
+    if (d == nullptr) return false;
+    cu::CUdevice dev = 0;
+    cu::CUcontext ctx = nullptr;
+    if (d->DeviceGet(&dev, 0) != cu::SUCCESS || d->DevicePrimaryCtxRetain(&ctx, dev) != cu::SUCCESS ||
+        d->CtxSetCurrent(ctx) != cu::SUCCESS) {
+        *why = "GPU 0's primary context cannot be made current";
+        return false;
+    }
+    return true;
+}
 
 }  // namespace strata_test
 

@@ -1,0 +1,400 @@
+// test/unit/cuda_transport_test.cc - how device memory crosses nodes on a device team.
+//
+// On a device team (every rank has a CUDA context current, team.cc agree_device),
+// point-to-point of GPU memory between nodes goes one of two ways:
+//  - staged (device_transport STAGED, or AUTO over a transport that is not CUDA-aware):
+//    every send and receive is bounced through page-locked host buffers (engine.cc
+//    Schedule::stage_transfers), so the transport must never see a device pointer;
+//  - direct (DIRECT, or AUTO over a CUDA-aware transport): device pointers go straight
+//    to isend/irecv, as to a CUDA-aware MPI.
+// Ranks as threads share one process, where CUDA IPC cannot open a handle of its own
+// process; with node_size 1 every rank is a node of its own, so no IPC is needed and the
+// GPU setup succeeds. Each rank's transport is wrapped: the host-only wrapper counts
+// the device (or managed) buffers it is handed and moves a host dummy instead (so a
+// violation shows as a count and wrong results, not a crash: host code faults on device
+// memory under test/fakecuda); the CUDA-aware wrapper copies device buffers through
+// host temporaries with the driver, as a CUDA-aware stack would. Every collective runs
+// on device buffers with each of its algorithms, segments of 1 KiB so that pipelines
+// have many, and results are compared exactly with a host reference. The team's "team
+// ready" log line says it runs in GPU memory and which transport it took.
+// Needs a CUDA driver: the real one on a GPU machine, test/fakecuda in CI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "coll_fixture.h"
+#include "harness.h"
+#include "mem/classify.h"
+#include "mem/cuda_domain.h"
+#include "mem/domain.h"
+#include "strata.h"
+#include "topo/cuda_api.h"
+
+namespace {
+
+using strata_test::ThreadJob;
+namespace cu = strata::topo::cu;
+
+constexpr int kRanks = 4;
+// Elements per call: none, one, a prime, and primes spanning several 1 KiB segments.
+const size_t kCounts[] = {0, 1, 13, 1031};
+
+// Wraps a rank's transport. Device buffers are never handed on: a transfer of one
+// moves a host temporary instead, which the CUDA-aware wrapper fills from (isend) or
+// copies into (when test() completes an irecv) the device buffer with the driver, and
+// the host-only one leaves as zeros. Host buffers pass through.
+struct Wrapper {
+    strata_transport_t inner{};
+    bool cuda_aware = false;
+    std::atomic<int> device_ptrs{0};  // device or managed buffers handed to isend/irecv
+    std::atomic<int> pinned_ptrs{0};  // page-locked host ones (the staged transport's bounce buffers)
+    std::atomic<int> copy_errors{0};
+
+    struct Req {
+        void *inner = nullptr;
+        std::vector<char> tmp;
+        void *device_dst = nullptr;  // gets tmp when the receive completes
+    };
+    static Wrapper &of(void *ctx) { return *static_cast<Wrapper *>(ctx); }
+    static const cu::Driver &driver() { return *strata::cuda_driver(); }
+
+    // What the inner transport gets for buf: buf itself, or a host temporary in r.
+    void *route(void *buf, size_t n, bool sending, Req *r) {
+        const strata::MemKind k = strata::classify(buf);
+        pinned_ptrs += k == strata::MemKind::PinnedHost;
+        if (k != strata::MemKind::Device && k != strata::MemKind::Managed) return buf;
+        ++device_ptrs;
+        r->tmp.assign(n, 0);
+        if (cuda_aware && !sending) r->device_dst = buf;
+        if (cuda_aware && sending && driver().MemcpyDtoH(r->tmp.data(), cu::CUdeviceptr(buf), n) != cu::SUCCESS)
+            ++copy_errors;
+        return r->tmp.data();
+    }
+    static int start(void *c, void *buf, size_t n, int peer, int tag, void **req, bool sending) {
+        Wrapper &w = of(c);
+        Req *r = new Req;
+        void *b = w.route(buf, n, sending, r);
+        const int rc = sending ? w.inner.isend(w.inner.ctx, b, n, peer, tag, &r->inner)
+                               : w.inner.irecv(w.inner.ctx, b, n, peer, tag, &r->inner);
+        if (rc != 0) {
+            delete r;
+            return rc;
+        }
+        *req = r;
+        return 0;
+    }
+    static int isend(void *c, const void *b, size_t n, int p, int t, void **r) {
+        return start(c, const_cast<void *>(b), n, p, t, r, true);
+    }
+    static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
+        return start(c, b, n, p, t, r, false);
+    }
+    static int test(void *c, void *req, int *done) {
+        Wrapper &w = of(c);
+        Req *r = static_cast<Req *>(req);
+        const int rc = w.inner.test(w.inner.ctx, r->inner, done);
+        if (rc != 0 || !*done) return rc;
+        const cu::CUdeviceptr dst = cu::CUdeviceptr(r->device_dst);
+        if (dst != 0 && driver().MemcpyHtoD(dst, r->tmp.data(), r->tmp.size()) != cu::SUCCESS) ++w.copy_errors;
+        delete r;
+        return 0;
+    }
+    static int agree_min(void *c, int *v) { return of(c).inner.agree_min(of(c).inner.ctx, v); }
+    static int allgather_int(void *c, int v, int *all) {
+        return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
+    }
+    strata_transport_t transport() {
+        strata_transport_t t = strata_test::forwarding_transport(this, inner);
+        t.device_capable = cuda_aware ? 1 : 0;
+        return t;
+    }
+};
+
+// Makes GPU 0's context current on this thread, so that the rank has a GPU, and
+// returns GPU 0's domain; nullptr with *why.
+strata::MemDomain *use_gpu0(std::string *why) {
+    return strata_test::make_gpu0_current(why) ? strata::cuda_domain(0, why) : nullptr;
+}
+
+// The core's "team ready" lines (level 1), which say where a team's schedules run.
+std::mutex g_log_mu;
+std::vector<std::string> g_ready_lines;
+void capture_log(int level, const char *msg) {
+    if (level <= 0) fprintf(stderr, "strata: %s\n", msg);
+    const std::string m(msg);
+    std::lock_guard<std::mutex> g(g_log_mu);
+    if (m.rfind("team ready", 0) == 0) g_ready_lines.push_back(m);
+}
+
+// GPU memory of the CUDA domain, filled from and read back into host vectors.
+class DeviceBuffer {
+public:
+    DeviceBuffer(strata::MemDomain &gpu, size_t bytes) : gpu_(gpu) {
+        if (gpu.alloc(std::max(bytes, size_t(64)), &p_) != STRATA_OK) p_ = nullptr;
+    }
+    template <class T>
+    DeviceBuffer(strata::MemDomain &gpu, const std::vector<T> &v)
+        : DeviceBuffer(gpu, v.size() * sizeof(T)) {
+        ok_ = copy(p_, v.data(), v.size() * sizeof(T));
+    }
+    ~DeviceBuffer() {
+        if (p_) gpu_.release(p_);
+    }
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+    void *get() const { return p_; }
+    bool ok() const { return p_ != nullptr && ok_; }
+    template <class T>
+    bool read(std::vector<T> *v) {
+        return copy(v->data(), p_, v->size() * sizeof(T));
+    }
+
+private:
+    bool copy(void *dst, const void *src, size_t bytes) {
+        strata::Ticket t;
+        return p_ != nullptr && gpu_.copy(dst, src, bytes, &t) == STRATA_OK &&
+               strata::wait_ticket(gpu_, &t) == STRATA_OK;
+    }
+    strata::MemDomain &gpu_;
+    void *p_ = nullptr;
+    bool ok_ = true;
+};
+
+// Rank r's element i (small integers: every sum is exact in any order), and the sum
+// over all ranks.
+template <class T>
+T input(int r, size_t i) {
+    return strata_test::value<T>(r, i, STRATA_OP_SUM);
+}
+template <class T>
+T total(size_t i) {
+    return strata_test::expected<T>(kRanks, i, STRATA_OP_SUM);
+}
+template <class T, class F>
+std::vector<T> make(size_t n, F f) {
+    std::vector<T> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = f(i);
+    return v;
+}
+
+// One rank's side of the calls on one team; each returns "" or what went wrong.
+struct Rank {
+    strata_team_t *team;
+    int rank;
+    strata::MemDomain &gpu;
+
+    // Runs call(send, recv) on device copies of in and of a receive buffer, then
+    // compares the result (in recv, or in send when in place) with want.
+    template <class T, class Call>
+    std::string check(const char *what, const std::vector<T> &in, const std::vector<T> &want, Call call,
+                      bool in_place = false) {
+        const std::string where = std::string(what) + ": ";
+        DeviceBuffer send(gpu, in), recv(gpu, want.size() * sizeof(T));
+        if (!send.ok() || !recv.ok()) return where + "device buffers";
+        const strata_status_t st = call(send.get(), recv.get());
+        if (st != STRATA_OK) return where + "status " + std::to_string(int(st));
+        std::vector<T> got(want.size());
+        if (!(in_place ? send : recv).read(&got)) return where + "reading the result back";
+        for (size_t i = 0; i < want.size(); ++i)
+            if (memcmp(&got[i], &want[i], sizeof(T)) != 0)
+                return where + "wrong element " + std::to_string(i) + " of " + std::to_string(want.size());
+        return "";
+    }
+    template <class T>
+    std::vector<T> mine(size_t n) const {
+        return make<T>(n, [&](size_t i) { return input<T>(rank, i); });
+    }
+
+    template <class T>
+    std::string allreduce(size_t n, strata_dtype_t dt) {
+        return check("allreduce", mine<T>(n), make<T>(n, total<T>), [&](void *s, void *r) {
+            return strata_allreduce(team, s, r, n, dt, STRATA_OP_SUM);
+        });
+    }
+    std::string allgather(size_t n) {
+        const auto block_of = [&](size_t j) { return input<int32_t>(int(j / n), j % n); };  // rank j / n's
+        const auto want = make<int32_t>(n * kRanks, block_of);
+        return check("allgather", mine<int32_t>(n), want, [&](void *s, void *r) {
+            return strata_allgather(team, s, r, n * sizeof(int32_t));
+        });
+    }
+    // In place: the root's data replaces what the others had.
+    std::string bcast(size_t n, int root) {
+        const int src = rank == root ? root : kRanks + rank;  // the others' data: anything else
+        const auto in = make<double>(n, [&](size_t i) { return input<double>(src, i); });
+        const auto want = make<double>(n, [&](size_t i) { return input<double>(root, i); });
+        const auto call = [&](void *s, void *) { return strata_bcast(team, s, n * sizeof(double), root); };
+        return check("bcast", in, want, call, true);
+    }
+    // Uneven blocks: rank r gets n + r % 2 elements of the sum.
+    std::string reduce_scatter(size_t n) {
+        std::vector<size_t> counts(kRanks), first(kRanks + 1, 0);
+        for (size_t r = 0; r < kRanks; ++r) {
+            counts[r] = n + r % 2;
+            first[r + 1] = first[r] + counts[r];
+        }
+        const size_t me = size_t(rank);
+        const auto want = make<int32_t>(counts[me], [&](size_t i) { return total<int32_t>(first[me] + i); });
+        return check("reduce_scatter", mine<int32_t>(first[kRanks]), want, [&](void *s, void *r) {
+            return strata_reduce_scatter(team, s, r, counts.data(), STRATA_INT32, STRATA_OP_SUM);
+        });
+    }
+    // Rank s's block for rank d is input(s * kRanks + d).
+    std::string alltoall(size_t n) {
+        const auto block = [&](int s, int d, size_t i) { return input<int32_t>(s * kRanks + d, i); };
+        const auto in = make<int32_t>(n * kRanks, [&](size_t j) { return block(rank, int(j / n), j % n); });
+        const auto want = make<int32_t>(n * kRanks, [&](size_t j) { return block(int(j / n), rank, j % n); });
+        return check("alltoall", in, want, [&](void *s, void *r) {
+            return strata_alltoall(team, s, r, n * sizeof(int32_t));
+        });
+    }
+    // Only the root has a receive buffer.
+    std::string reduce(size_t n, int root) {
+        const auto want = make<double>(rank == root ? n : 0, total<double>);
+        return check("reduce", mine<double>(n), want, [&](void *s, void *r) {
+            return strata_reduce(team, s, rank == root ? r : nullptr, n, STRATA_DOUBLE, STRATA_OP_SUM, root);
+        });
+    }
+
+    // Every call, on every rank, even after a wrong result (its peers would wait for
+    // ever otherwise): "" or the first thing that went wrong.
+    std::string all_calls() {
+        std::string first;
+        for (size_t n : kCounts) {
+            const int root = int(n % kRanks);
+            for (const std::string &e :
+                 {allreduce<int32_t>(n, STRATA_INT32), allreduce<double>(n, STRATA_DOUBLE), allgather(n),
+                  bcast(n, root), reduce_scatter(n), alltoall(n), reduce(n, (root + 1) % kRanks)})
+                if (first.empty() && !e.empty()) first = "count " + std::to_string(n) + ": " + e;
+        }
+        return first;
+    }
+};
+
+struct Outcome {
+    std::vector<std::string> errors;   // per rank
+    std::vector<int> device_ptrs;      // per rank: device buffers handed to the transport
+    std::vector<int> pinned_ptrs;      // per rank: page-locked host buffers handed to it
+    int copy_errors = 0;
+    std::vector<std::string> ready;    // the teams' "team ready" lines
+    bool every_algorithm_ran = true;   // on every rank, in every team
+};
+
+// One team per algorithm index: team a forces every collective to its algorithm a (its
+// last one where it has fewer), so that each algorithm of each collective runs.
+int teams() {
+    int n = 0;
+    for (int c = 0; c < STRATA_COLL_COUNT; ++c) n = std::max(n, strata_algorithm_count(strata_coll_t(c)));
+    return n;
+}
+
+// Every rank makes its context current, then runs all_calls() on teams() teams over
+// its wrapped transport.
+Outcome run_job(bool cuda_aware, int device_transport) {
+    ThreadJob job(kRanks);
+    std::vector<Wrapper> wrappers(kRanks);
+    Outcome out;
+    out.errors.assign(kRanks, "");
+    std::mutex mu;
+    g_ready_lines.clear();
+    strata_set_logger(&capture_log);
+    job.run([&](int rank) {
+        std::string &err = out.errors[size_t(rank)];
+        Wrapper &w = wrappers[size_t(rank)];
+        w.inner = job.transport(rank);
+        w.cuda_aware = cuda_aware;
+        const strata_transport_t tp = w.transport();
+        strata::MemDomain *gpu = use_gpu0(&err);
+        if (gpu == nullptr) return;
+        for (int alg = 0; alg < teams(); ++alg) {
+            strata_config_t cfg;
+            strata_config_defaults(&cfg);
+            cfg.host_buffers = 1;
+            cfg.node_size = 1;
+            cfg.segment_size = 1024;
+            cfg.device_transport = device_transport;
+            for (int c = 0; c < STRATA_COLL_COUNT; ++c)
+                cfg.algorithm[c] = std::min(alg, strata_algorithm_count(strata_coll_t(c)) - 1);
+            strata_team_t *team = nullptr;
+            if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+                err = "team create";
+                return;
+            }
+            const std::string e = Rank{team, rank, *gpu}.all_calls();
+            if (err.empty() && !e.empty()) err = "algorithm " + std::to_string(alg) + ", " + e;
+            for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
+                if (strata_team_calls(team, strata_coll_t(c), cfg.algorithm[c]) > 0) continue;
+                std::lock_guard<std::mutex> g(mu);
+                out.every_algorithm_ran = false;
+            }
+            strata_team_destroy(team);
+        }
+    });
+    strata_set_logger(nullptr);
+    for (Wrapper &w : wrappers) {
+        out.device_ptrs.push_back(w.device_ptrs.load());
+        out.pinned_ptrs.push_back(w.pinned_ptrs.load());
+        out.copy_errors += w.copy_errors.load();
+    }
+    out.ready = g_ready_lines;
+    EXPECT_EQ(job.unreceived(), 0u);
+    return out;
+}
+
+// Every team of every rank said it runs in GPU memory, over the given transport.
+void expect_device_teams(const Outcome &o, const char *transport) {
+    EXPECT_EQ(o.ready.size(), size_t(kRanks * teams()));
+    for (const std::string &line : o.ready) {
+        EXPECT_NE(line.find("schedules in GPU memory"), std::string::npos) << line;
+        EXPECT_NE(line.find(transport), std::string::npos) << line;
+    }
+}
+
+class CudaTransport : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!strata::cuda_available()) {
+            std::string why;
+            strata::cuda_driver(&why);
+            GTEST_SKIP() << "no CUDA driver: " << why;
+        }
+    }
+};
+
+TEST_F(CudaTransport, StagedNeverHandsDevicePointersToTheTransport) {
+    for (int transport : {STRATA_DEVICE_TRANSPORT_STAGED, STRATA_DEVICE_TRANSPORT_AUTO}) {
+        SCOPED_TRACE(transport == STRATA_DEVICE_TRANSPORT_AUTO ? "auto, not CUDA-aware" : "staged");
+        const Outcome o = run_job(false, transport);
+        for (int r = 0; r < kRanks; ++r) {
+            EXPECT_EQ(o.errors[size_t(r)], "") << "rank " << r;
+            EXPECT_EQ(o.device_ptrs[size_t(r)], 0) << "rank " << r << " handed device memory to the transport";
+            EXPECT_GT(o.pinned_ptrs[size_t(r)], 0) << "rank " << r << " sent nothing through bounce buffers";
+        }
+        EXPECT_TRUE(o.every_algorithm_ran);
+        expect_device_teams(o, "point-to-point staged through host");
+    }
+}
+
+TEST_F(CudaTransport, DirectHandsDevicePointersStraightThrough) {
+    for (int transport : {STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_DEVICE_TRANSPORT_AUTO}) {
+        SCOPED_TRACE(transport == STRATA_DEVICE_TRANSPORT_AUTO ? "auto, CUDA-aware" : "direct");
+        const Outcome o = run_job(true, transport);
+        for (int r = 0; r < kRanks; ++r) {
+            EXPECT_EQ(o.errors[size_t(r)], "") << "rank " << r;
+            EXPECT_GT(o.device_ptrs[size_t(r)], 0) << "rank " << r << " handed no device memory on";
+            EXPECT_EQ(o.pinned_ptrs[size_t(r)], 0) << "rank " << r << " bounced through host buffers";
+        }
+        EXPECT_EQ(o.copy_errors, 0);
+        EXPECT_TRUE(o.every_algorithm_ran);
+        expect_device_teams(o, "device memory to point-to-point directly");
+    }
+}
+
+}  // namespace
