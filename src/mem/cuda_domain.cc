@@ -188,6 +188,7 @@ public:
     }
 
     Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) override {
+        if (p == nullptr) return STRATA_ERR_UNSUPPORTED;  // a rank with nothing to give
         unsigned long long id = 0, start = 0;
         int capable = 0;
         int attrs[3] = {cu::POINTER_ATTR_BUFFER_ID, cu::POINTER_ATTR_RANGE_START_ADDR,
