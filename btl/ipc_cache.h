@@ -7,8 +7,9 @@
 // peer's process, so an address the peer freed and got back from a new allocation is
 // never taken for the old one. When such a new allocation shows up at an address
 // already cached, the old mapping is closed at once (its memory is gone for the
-// peer). The cache holds at most `capacity` mappings and closes the least recently
-// used one to make room, except mappings the current call uses; it closes everything
+// peer). The cache holds at most `capacity` mappings (or, if one call needs more, as
+// many as that call maps, until a later call makes room) and closes the least recently
+// used one to make room, never a mapping the current call uses; it closes everything
 // when the team goes (DESIGN.md, principle 10). While open, a mapping keeps a freed
 // allocation's memory from being reused, so the bound is also a bound on GPU memory
 // held for peers that freed their buffers.

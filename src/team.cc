@@ -64,6 +64,9 @@ void Team::release_device() {
         log(1, "a local peer did not unmap this rank's GPU region within %d s: left allocated",
             int(kReleaseWaitSeconds));
     dregions_.drop_own(!all_closed);
+    // Peers may also hold mappings of this rank's staging buffers (posted in calls on
+    // host buffers): let go of them unfreed as well.
+    if (!all_closed) stager_.release();
     dom_ = nullptr;
 }
 
@@ -163,6 +166,14 @@ Status Team::agree_device(bool gpu_everywhere) {
                 rank_, why.c_str());
         return STRATA_OK;
     }
+    // Reading peers' buffers in place needs every rank's cache on (a setting that
+    // should be the same everywhere; agreed so that a stray one cannot hang a node).
+    int cache_on = ipc_.enabled() ? 1 : 0;
+    if (tp_.agree_min(tp_.ctx, &cache_on) != 0) return fail(STRATA_ERR_COMM, "team setup: IPC cache agreement");
+    if (!cache_on && ipc_.enabled()) {
+        log(1, "coll_strata_ipc_cache_size is 0 on another rank: node peers' buffers are copied, not mapped");
+        ipc_.set_capacity(0);
+    }
     const int t = cfg_.device_transport;
     direct_ = t == STRATA_DEVICE_TRANSPORT_DIRECT || (t == STRATA_DEVICE_TRANSPORT_AUTO && tp_.device_capable);
     if (direct_ && !tp_.device_capable) {
@@ -258,7 +269,8 @@ namespace {
 // one exchange ahead never overwrites what a slower peer still reads. (No rank gets
 // two ahead: finishing exchange n waits for every peer's "mapped" of n.)
 struct Post {
-    int posted;  // ref describes this rank's buffer
+    int posted;  // ref describes this rank's buffer, or there is nothing to read (empty)
+    int empty;
     int opened;  // this rank mapped every peer's buffer
     IpcRef ref;
 };
@@ -266,17 +278,25 @@ static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small"
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
 }  // namespace
 
-Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped, int source) {
+// All agree on the node: the device path and the cache's being on are agreed at setup,
+// the threshold is a setting, and bytes and the node's size are the same on its ranks.
+bool Team::zero_copy(size_t bytes) const {
+    return device() && ipc_.enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
+}
+
+Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
+                               int source) {
     *mapped = false;
     const int L = layout_.my_local_size(), me = layout_.my_local();
-    // All three agree on the node: the device path is agreed, the cache size is a
-    // setting, and the node's size is the node's.
-    if (!device() || !ipc_.enabled() || L == 1) return STRATA_OK;
     const uint64_t n = ++exchanges_;
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->opened = 0;
-    mine->posted = (source >= 0 && source != me) || ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
+    mine->empty = bytes == 0 || (source >= 0 && source != me);
+    mine->posted = mine->empty || ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
+    // Peers' streams are not ordered after this process's: the buffer must be final
+    // (work the application queued on the legacy stream included) before they read it.
+    if (mine->posted && !mine->empty) STRATA_CHECK(dom_->settle());
     Schedule s;
     s.signal(flag(me, kFlagPosted), 2 * n - 1);
     wait_all(s, kFlagPosted, 2 * n - 1, me);
@@ -288,7 +308,7 @@ Status Team::map_local_buffers(const void *buf, std::vector<const char *> *bufs,
     bool ok = true;
     for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->posted;
     for (int i = 0; i < L && ok; ++i) {
-        if (i == me || (source >= 0 && i != source)) continue;
+        if (i == me || post_of(shm_.mailbox(i), n)->empty) continue;
         char *p = nullptr;
         ok = ipc_.map(*dom_, i, post_of(shm_.mailbox(i), n)->ref, &p) == STRATA_OK;
         (*bufs)[size_t(i)] = p;

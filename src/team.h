@@ -78,17 +78,22 @@ public:
     // This team's staging of device buffers (host copies kept between calls).
     Staging &staging();
 
-    // Zero-copy reads of node peers' buffers on a device team (IPC cache on, more than
-    // one rank on the node): posts buf, this rank's buffer of the call, in its mailbox,
-    // maps every local peer's through the cache, and learns whether every rank of the
-    // node could. If so, *mapped is true and (*bufs)[i] is local rank i's buffer in
-    // this process (buf itself for this rank); the caller's schedule must then keep
-    // this rank from returning before every local peer has read buf. Else
-    // *mapped is false on every rank of the node, which copies through the stage
-    // slots. Collective over the node's ranks; the outcome agrees among them.
-    // source >= 0: only local rank source's buffer is read (and mapped; the other
-    // entries stay nullptr), so only it must be shareable.
-    Status map_local_buffers(const void *buf, std::vector<const char *> *bufs, bool *mapped, int source = -1);
+    // Whether a call of `bytes` (the call's size, the same on every rank) reads node
+    // peers' buffers in place where it can: on a device team with the IPC cache on and
+    // more than one rank on the node, above coll_strata_small_msg_size (below it the
+    // exchange costs more than the copy it saves). Agreed on the node.
+    bool zero_copy(size_t bytes) const;
+    // Zero-copy reads of node peers' buffers (call only where zero_copy() said so, on
+    // every rank of the node): posts buf, this rank's buffer of the call (`bytes` long;
+    // 0: nothing to read), in its mailbox, maps every local peer's through the cache,
+    // and learns whether every rank of the node could. If so, *mapped is true and
+    // (*bufs)[i] is local rank i's buffer in this process (buf itself for this rank,
+    // nullptr for one with nothing); the caller's schedule must then keep this rank
+    // from returning before every local peer has read buf. Else *mapped is false on
+    // every rank of the node, which copies through the stage slots. source >= 0: only
+    // local rank source's buffer is read (and mapped), so only it must be shareable.
+    Status map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
+                             int source = -1);
     bool mapped_call() const { return mapped_call_; }  // the current call read peers' buffers in place
     const IpcCache &ipc_cache() const { return ipc_; }
 

@@ -52,10 +52,12 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
 
-    if (l.nnodes() == 1) {
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    if (l.nnodes() == 1 && team.zero_copy(total)) {
         std::vector<const char *> blocks;  // local rank i's block, when mapped
         bool mapped = false;
-        STRATA_CHECK(team.map_local_buffers(sbuf, &blocks, &mapped));
+        STRATA_CHECK(team.map_local_buffers(sbuf, a.counts[team.rank()], &blocks, &mapped));
         if (mapped) {
             const uint64_t g = team.take_segments(1);
             std::vector<StepId> outs;

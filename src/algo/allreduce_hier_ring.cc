@@ -43,7 +43,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
     std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
     bool mapped = false;
-    if (L > 1 && sg.n > 0) STRATA_CHECK(team.map_local_buffers(sbuf, &inputs, &mapped));
+    if (team.zero_copy(a.bytes())) STRATA_CHECK(team.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;

@@ -38,8 +38,9 @@ Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
     const Layout &l = team.layout();
     std::vector<const char *> peers;  // local rank i's send buffer, when mapped
     bool mapped = false;
-    if (a.uniform && !a.in_place && l.my_local_size() > 1)
-        STRATA_CHECK(team.map_local_buffers(a.sendbuf, &peers, &mapped));
+    const size_t total = a.send_counts[me] * size_t(p);  // uniform: the same on every rank
+    if (a.uniform && !a.in_place && team.zero_copy(total))
+        STRATA_CHECK(team.map_local_buffers(a.sendbuf, total, &peers, &mapped));
     auto local = [&](int r) { return mapped && l.node_of[size_t(r)] == l.my_node(); };
     std::vector<StepId> copies;
     for (int i = 1; i < p; ++i) {

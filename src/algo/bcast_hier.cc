@@ -36,7 +36,7 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
     char *buf = static_cast<char *>(a.recvbuf);
     std::vector<const char *> mapped_bufs;  // [nr]: the node root's buffer, when mapped
     bool mapped = false;
-    if (L > 1 && nseg > 0) STRATA_CHECK(team.map_local_buffers(buf, &mapped_bufs, &mapped, nr));
+    if (team.zero_copy(a.count)) STRATA_CHECK(team.map_local_buffers(buf, a.count, &mapped_bufs, &mapped, nr));
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);

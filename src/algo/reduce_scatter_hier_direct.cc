@@ -66,7 +66,8 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
     std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
     bool mapped = false;
-    if (L > 1 && sg.n > 0 && !a.in_place) STRATA_CHECK(team.map_local_buffers(sbuf, &inputs, &mapped));
+    if (!a.in_place && team.zero_copy(a.bytes()))
+        STRATA_CHECK(team.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;

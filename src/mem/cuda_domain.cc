@@ -104,6 +104,14 @@ public:
         return record(t);
     }
 
+    Status settle() override {
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        Ticket t;
+        STRATA_CHECK(record(&t));
+        return wait_ticket(*this, &t);
+    }
+
     Status poll(Ticket *t, bool *done) override {
         *done = true;
         if (t->pending == nullptr) return STRATA_OK;
@@ -196,7 +204,12 @@ public:
         void *data[3] = {&id, &start, &capable};
         // Unknown (host) pointers succeed with every value zero, so "not capable".
         const cu::CUresult rc = d_.PointerGetAttributes(3, attrs, data, reinterpret_cast<cu::CUdeviceptr>(p));
-        if (rc != cu::SUCCESS) return device_error("cuPointerGetAttributes", rc);
+        if (rc != cu::SUCCESS) {  // a driver without these attributes: never in place, and say so once
+            if (!describe_failed_.exchange(true))
+                log(1, "%s: %s: node peers' buffers are copied, not mapped", name_,
+                    d_.error("cuPointerGetAttributes", rc).c_str());
+            return STRATA_ERR_UNSUPPORTED;
+        }
         if (!capable || start == 0) return STRATA_ERR_UNSUPPORTED;
         ref->base = start;
         ref->buffer_id = id;
@@ -342,6 +355,7 @@ private:
     cu::CUmodule module_ = nullptr;  // never unloaded: the domain lives as long as the process
     bool load_failed_ = false;
     std::atomic<cu::CUfunction> fns_[kern::kNumKernels] = {};
+    std::atomic<bool> describe_failed_{false};
 };
 
 }  // namespace

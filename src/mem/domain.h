@@ -54,6 +54,11 @@ public:
     virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                           strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;
     virtual Status poll(Ticket *t, bool *done) = 0;
+    // Returns once the work queued before it on this domain's stream, and so (a GPU's
+    // stream being a blocking one) on the application's legacy default stream, has
+    // completed: before other processes read this rank's buffers in place, since
+    // their streams are not ordered after this process's.
+    virtual Status settle() { return STRATA_OK; }
     virtual Status alloc(size_t bytes, void **p) = 0;
     virtual void release(void *p) = 0;
     // Host memory this domain copies to and from fastest (page-locked for a GPU),

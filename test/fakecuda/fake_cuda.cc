@@ -6,6 +6,8 @@
 //  - Device memory is a memfd mapped twice: the address handed out is PROT_NONE, so host
 //    code that touches it faults; only the fake's own copy/memset code uses the RW
 //    "shadow" mapping. An IPC handle names the memfd (/proc/PID/fd/N) and its size.
+//    cuMemFree poisons the memory first (0xDB), so a peer that still reads it through
+//    an IPC mapping gets garbage, as it would once the GPU hands the memory out again.
 //  - Streams are worker threads with in-order queues; each queued op first sleeps
 //    FAKECUDA_DELAY_US (default 200), so a caller that skips a wait reads stale data.
 //    The legacy stream (0) runs ops in the caller after draining the blocking streams.
@@ -430,6 +432,9 @@ CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
     }
     if (r.kind == Kind::Registered) return OK;  // the caller's memory
     drain_all(false);
+    // Freed device memory is soon someone else's: poison it, so that a process still
+    // reading it through an IPC mapping (which keeps the pages) sees garbage, not the data.
+    if (r.kind == Kind::Device) std::memset(r.shadow, 0xDB, r.map_size);
     munmap(reinterpret_cast<void *>(p), r.map_size);
     if (r.shadow) munmap(r.shadow, r.map_size);
     if (r.fd >= 0) close(r.fd);

@@ -10,6 +10,8 @@
 // result is exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -146,6 +148,15 @@ TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
     ASSERT_NE(q, nullptr);
     ASSERT_EQ(dom_->ipc_describe(q, false, &b), STRATA_OK);
     EXPECT_NE(b.buffer_id, a.buffer_id);
+
+    // Freed and allocated again (often at the same address): a new id all the same.
+    dom_->release(p);
+    bufs_.erase(std::find(bufs_.begin(), bufs_.end(), static_cast<void *>(p)));
+    char *p2 = static_cast<char *>(dev_alloc(1 << 20));
+    ASSERT_NE(p2, nullptr);
+    ASSERT_EQ(dom_->ipc_describe(p2, false, &b), STRATA_OK);
+    EXPECT_NE(b.buffer_id, a.buffer_id) << (p2 == p ? "same address" : "new address");
+    EXPECT_EQ(dom_->ipc_describe(nullptr, false, &b), STRATA_ERR_UNSUPPORTED);
 
     std::vector<char> host(64);
     EXPECT_EQ(dom_->ipc_describe(host.data(), false, &b), STRATA_ERR_UNSUPPORTED);
