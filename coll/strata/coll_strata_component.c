@@ -155,7 +155,8 @@ static int mca_coll_strata_register(void)
         &cs->segment_size);
     (void) mca_base_component_var_register(c, "small_msg_size",
         "Messages of at most this many bytes count as small: the auto rules pick "
-        "latency-bound algorithms for them",
+        "latency-bound algorithms for them, and on the gpu device path node peers' "
+        "buffers are copied through the stage slots rather than mapped (see ipc_cache_size)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->small_msg_size);
     (void) mca_base_component_var_register(c, "shm_dir",
@@ -191,7 +192,8 @@ static int mca_coll_strata_register(void)
     (void) mca_base_component_var_register(c, "ipc_cache_size",
         "On the gpu device path, node peers read each other's device buffers in place, "
         "mapped through CUDA IPC, instead of copying them into strata's exported stage "
-        "slots first (large allreduce). Mappings are kept between calls, keyed by the "
+        "slots first (allreduce, reduce_scatter, bcast, allgather, alltoall above "
+        "small_msg_size). Mappings are kept between calls, keyed by the "
         "allocation and its buffer id so that a freed and re-allocated address is never "
         "confused; this is how many a communicator keeps per rank (least recently used "
         "closed first, all closed at communicator free). An open mapping keeps a buffer "
