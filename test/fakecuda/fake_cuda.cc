@@ -20,7 +20,8 @@
 //    strata_reduce_uint32_sum) and nothing else (CUDA_ERROR_NOT_FOUND); cuLaunchKernel
 //    checks the launch, translates the operands as copies do, and queues the kernel's
 //    fold written with strata's host functors (src/mem/ops.h) on the stream.
-// FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count. FAKECUDA_STATS_FILE
+// FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
+// process open its own IPC handles (see cuIpcOpenMemHandle). FAKECUDA_STATS_FILE
 // gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
 // absent on purpose: a caller fails at dlsym instead of running on a silent stub. The
 // CUDA runtime (cudaLaunchKernel and friends) does not work on it.
@@ -939,13 +940,15 @@ FAKECUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
 }
 
 // Maps the exporter's memfd again (PROT_NONE + shadow). A second open of the same handle
-// returns the same address and counts a reference; the exporting process may not open it.
+// returns the same address and counts a reference; the exporting process may not open it,
+// unless FAKECUDA_IPC_SELF=1 (read at each open): then it gets a mapping of its own, as
+// another process would, so that tests with ranks as threads can share device memory.
 FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned flags) {
     if (CUresult rc = ready(true)) return rc;
     MemHandle h;
     std::memcpy(&h, handle.reserved, sizeof h);
     if (pdptr == nullptr || (flags & ~1u) || std::memcmp(h.magic, kMemMagic, 8) != 0) return E_VALUE;
-    if (h.pid == (long long)getpid()) return E_CONTEXT;
+    if (h.pid == (long long)getpid() && env_int("FAKECUDA_IPC_SELF", 0, 0, 1) == 0) return E_CONTEXT;
     const auto key = std::make_pair((long)h.pid, h.id);
     std::lock_guard<std::mutex> l(g().mu);
     auto it = g().ipc_open.find(key);
