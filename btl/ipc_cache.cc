@@ -11,14 +11,14 @@ void IpcCache::set_capacity(size_t n) {
 }
 
 Status IpcCache::describe(MemDomain &dom, const void *p, IpcRef *ref) {
-    STRATA_CHECK(dom.ipc_describe(p, false, ref));
+    STRATA_CHECK(dom.ipc_describe(p, ref));
     for (const Export &e : exports_) {
         if (e.base == ref->base && e.id == ref->buffer_id) {
             ref->handle = e.handle;
             return STRATA_OK;
         }
     }
-    STRATA_CHECK(dom.ipc_describe(p, true, ref));
+    STRATA_CHECK(dom.ipc_export(reinterpret_cast<void *>(ref->base), &ref->handle));
     exports_[next_export_] = Export{ref->base, ref->buffer_id, ref->handle};
     next_export_ = (next_export_ + 1) % kExports;
     return STRATA_OK;

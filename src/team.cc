@@ -346,6 +346,12 @@ StepId Team::wait_all(Schedule &s, int which, uint64_t value, int except, const 
     return s.join(all);
 }
 
+StepId Team::done_together(Schedule &s, const Deps &deps) {
+    const uint64_t g = take_segments(1);
+    s.signal(flag(layout_.my_local(), kFlagDone), g + 1, deps);
+    return wait_all(s, kFlagDone, g + 1, layout_.my_local());
+}
+
 StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
     if (seg < kStages) return s.join(deps);
     // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.

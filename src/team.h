@@ -57,6 +57,10 @@ public:
     // Step that completes once every local rank (but `except`) has set flag `which`
     // to at least value.
     StepId wait_all(Schedule &s, int which, uint64_t value, int except, const Deps &deps = {});
+    // For a call that takes no stages but whose node peers read this rank's buffers:
+    // takes one segment number, signals DONE for it after deps, and returns the step
+    // that completes once every local rank has, so that no rank returns before.
+    StepId done_together(Schedule &s, const Deps &deps);
 
     // Private scratch memory; the pointer stays valid until the next reserve.
     char *scratch(size_t bytes);

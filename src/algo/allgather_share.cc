@@ -59,14 +59,12 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
         bool mapped = false;
         STRATA_CHECK(team.map_local_buffers(sbuf, a.counts[team.rank()], &blocks, &mapped));
         if (mapped) {
-            const uint64_t g = team.take_segments(1);
             std::vector<StepId> outs;
             for (int i = 0; i < L; ++i) {
                 const int r = l.rank_at(0, i);
                 if (i != j) outs.push_back(s.copy(dom, rbuf + a.displs[r], blocks[size_t(i)], a.counts[r]));
             }
-            s.signal(team.flag(j, kFlagDone), g + 1, outs);
-            team.wait_all(s, kFlagDone, g + 1, j);
+            team.done_together(s, outs);
             return STRATA_OK;
         }
     }

@@ -53,11 +53,7 @@ Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
                                     peers[size_t(l.local_of[size_t(fr)])] + a.send_displs[me], a.counts[fr]));
         }
     }
-    if (mapped) {
-        const uint64_t g = team.take_segments(1);
-        s.signal(team.flag(l.my_local(), kFlagDone), g + 1, copies);
-        team.wait_all(s, kFlagDone, g + 1, l.my_local());
-    }
+    if (mapped) team.done_together(s, copies);
     return STRATA_OK;
 }
 

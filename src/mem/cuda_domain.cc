@@ -195,7 +195,7 @@ public:
         return STRATA_OK;
     }
 
-    Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) override {
+    Status ipc_describe(const void *p, IpcRef *ref) override {
         if (p == nullptr) return STRATA_ERR_UNSUPPORTED;  // a rank with nothing to give
         unsigned long long id = 0, start = 0;
         int capable = 0;
@@ -214,7 +214,7 @@ public:
         ref->base = start;
         ref->buffer_id = id;
         ref->offset = reinterpret_cast<uintptr_t>(p) - start;
-        return with_handle ? ipc_export(reinterpret_cast<void *>(start), &ref->handle) : STRATA_OK;
+        return STRATA_OK;
     }
 
     void ipc_close(void *p) override {

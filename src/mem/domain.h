@@ -29,7 +29,7 @@ struct IpcHandle {
 };
 
 // A buffer inside a device allocation, as another process of the node maps it: the
-// allocation's handle, where the allocation starts in the exporting process, a
+// allocation's handle (ipc_export of base), where the allocation starts in the exporting process, a
 // process-unique id of the allocation (a freed and re-allocated address gets a new
 // one, so the pair never names two allocations), and the buffer's offset in it.
 struct IpcRef {
@@ -76,12 +76,12 @@ public:
         return STRATA_ERR_UNSUPPORTED;
     }
     virtual void ipc_close(void *p) { (void)p; }
-    // The allocation holding p, as ipc_open in a peer takes it. Cheap, apart from the
-    // handle (ipc_export): *ref->handle is filled only when with_handle. Unsupported
+    // Where p lies in its device allocation (ref's base, buffer_id and offset; not the
+    // handle, which ipc_export of base gives). Cheap: one pointer query. Unsupported
     // where p's memory cannot be shared through CUDA IPC (host, managed, or memory
     // from the virtual memory or stream-ordered allocators).
-    virtual Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) {
-        (void)p, (void)with_handle, (void)ref;
+    virtual Status ipc_describe(const void *p, IpcRef *ref) {
+        (void)p, (void)ref;
         return STRATA_ERR_UNSUPPORTED;
     }
 };

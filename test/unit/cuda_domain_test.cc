@@ -133,20 +133,22 @@ TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
     char *p = static_cast<char *>(dev_alloc(1 << 20));
     ASSERT_NE(p, nullptr);
     strata::IpcRef a{}, b{};
-    ASSERT_EQ(dom_->ipc_describe(p + 4100, true, &a), STRATA_OK);
+    ASSERT_EQ(dom_->ipc_describe(p + 4100, &a), STRATA_OK);
     EXPECT_EQ(a.base, reinterpret_cast<uintptr_t>(p));
     EXPECT_EQ(a.offset, 4100u);
     EXPECT_NE(a.buffer_id, 0u);
+    // The base a peer is given exports the allocation itself.
     strata::IpcHandle direct{};
     ASSERT_EQ(dom_->ipc_export(p, &direct), STRATA_OK);
+    ASSERT_EQ(dom_->ipc_export(reinterpret_cast<void *>(a.base), &a.handle), STRATA_OK);
     EXPECT_EQ(memcmp(a.handle.bytes, direct.bytes, sizeof direct.bytes), 0);
-    ASSERT_EQ(dom_->ipc_describe(p, false, &b), STRATA_OK);
+    ASSERT_EQ(dom_->ipc_describe(p, &b), STRATA_OK);
     EXPECT_EQ(b.buffer_id, a.buffer_id);
     EXPECT_EQ(b.offset, 0u);
 
     char *q = static_cast<char *>(dev_alloc(1 << 20));
     ASSERT_NE(q, nullptr);
-    ASSERT_EQ(dom_->ipc_describe(q, false, &b), STRATA_OK);
+    ASSERT_EQ(dom_->ipc_describe(q, &b), STRATA_OK);
     EXPECT_NE(b.buffer_id, a.buffer_id);
 
     // Freed and allocated again (often at the same address): a new id all the same.
@@ -154,15 +156,15 @@ TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
     bufs_.erase(std::find(bufs_.begin(), bufs_.end(), static_cast<void *>(p)));
     char *p2 = static_cast<char *>(dev_alloc(1 << 20));
     ASSERT_NE(p2, nullptr);
-    ASSERT_EQ(dom_->ipc_describe(p2, false, &b), STRATA_OK);
+    ASSERT_EQ(dom_->ipc_describe(p2, &b), STRATA_OK);
     EXPECT_NE(b.buffer_id, a.buffer_id) << (p2 == p ? "same address" : "new address");
-    EXPECT_EQ(dom_->ipc_describe(nullptr, false, &b), STRATA_ERR_UNSUPPORTED);
+    EXPECT_EQ(dom_->ipc_describe(nullptr, &b), STRATA_ERR_UNSUPPORTED);
 
     std::vector<char> host(64);
-    EXPECT_EQ(dom_->ipc_describe(host.data(), false, &b), STRATA_ERR_UNSUPPORTED);
+    EXPECT_EQ(dom_->ipc_describe(host.data(), &b), STRATA_ERR_UNSUPPORTED);
     void *pinned = nullptr;
     ASSERT_EQ(dom_->alloc_host(4096, &pinned), STRATA_OK);
-    EXPECT_EQ(dom_->ipc_describe(pinned, false, &b), STRATA_ERR_UNSUPPORTED);
+    EXPECT_EQ(dom_->ipc_describe(pinned, &b), STRATA_ERR_UNSUPPORTED);
     dom_->release_host(pinned);
 }
 

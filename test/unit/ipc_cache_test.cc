@@ -51,18 +51,22 @@ public:
     }
     // Buffers live in allocations of 1 MiB at base = p & ~(1 MiB - 1); the allocation's
     // id is whatever `id_at` says for that base (tests change it to "re-allocate").
-    strata::Status ipc_describe(const void *p, bool with_handle, IpcRef *ref) override {
+    strata::Status ipc_describe(const void *p, IpcRef *ref) override {
         const uintptr_t a = reinterpret_cast<uintptr_t>(p), base = a & ~uintptr_t(0xfffff);
         auto it = id_at.find(base);
         if (it == id_at.end()) return STRATA_ERR_UNSUPPORTED;
         ref->base = base;
         ref->offset = a - base;
         ref->buffer_id = it->second;
-        if (with_handle) {
-            ++exports;
-            std::memset(ref->handle.bytes, 0, sizeof ref->handle.bytes);
-            std::memcpy(ref->handle.bytes, &it->second, sizeof it->second);
-        }
+        return STRATA_OK;
+    }
+    // The handle of an allocation start carries the allocation's current id.
+    strata::Status ipc_export(void *base, IpcHandle *h) override {
+        auto it = id_at.find(reinterpret_cast<uintptr_t>(base));
+        if (it == id_at.end()) return STRATA_ERR_ARG;
+        ++exports;
+        std::memset(h->bytes, 0, sizeof h->bytes);
+        std::memcpy(h->bytes, &it->second, sizeof it->second);
         return STRATA_OK;
     }
 
