@@ -5,9 +5,12 @@
 // O_EXCL, unguessable name); the others map it; it is unlinked as soon as every
 // local peer has mapped it, so nothing outlives the job.
 //
-// Flags are monotonic counters: a rank stores (global segment number + 1) into
-// its own flag when it has finished a stage of that segment; peers wait for
-// their target value. No flag is ever reset, so no reset can race.
+// Flags are monotonic counters: a rank stores (segment number + 1) into its own
+// flag when it has finished a stage of that segment; peers wait for their target
+// value. Segment numbers of call n start at n << 32 (team.h), and a rank that ends
+// a call raises its flags to the last value of the call, so a call that went wrong
+// on one rank (a different count) cannot leave a peer waiting in it or shift the
+// next call. No flag is ever reset, so no reset can race.
 #ifndef STRATA_BTL_SHM_H
 #define STRATA_BTL_SHM_H
 
@@ -24,8 +27,10 @@ enum ShmFlag : int {
     kFlagReady = 0,   // my input for this segment is in my region
     kFlagSlice = 1,   // the part of the result I own is final
     kFlagDone = 2,    // I no longer read anyone's region for this segment
-    kFlagPosted = 3,  // buffer exchange n (team.h): 2n-1 my mailbox holds my buffer, 2n I mapped yours
-    kFlagUser = 4,    // first flag free for algorithm-specific use
+    kFlagPosted = 3,  // buffer exchange of call n (team.h): base+1 my mailbox holds my buffer, base+2 I mapped yours
+    kFlagUser = 4,    // free for algorithm-specific use
+    kFlagSig = 5,     // the call I am in: (call number mod 2^32) << 32 | a hash of its size, type, op, root
+    kFlagFailed = 6,  // the first call I failed in (0: none); I take no call after it
     kFlagClosed = 7,  // team teardown: I no longer map my peers' GPU regions (a count of tries)
     kFlagCount = 8
 };

@@ -398,6 +398,48 @@ static void print_row(const shape_t *s, result_t rs, result_t rbase, int reducti
     fflush(stdout);
 }
 
+/* --comms N: the cost of a communicator's life, N times MPI_Comm_dup_with_info, one
+ * 8-byte allreduce on it (exact value checked), MPI_Comm_free; with strata and on the
+ * strata=off side, alternating, then both times per cycle and their ratio. */
+static int comm_cycles(int n, MPI_Comm ctl)
+{
+    MPI_Info off;
+    double t[2] = { 0, 0 };
+    long wrong = 0;
+    MPI_Info_create(&off);
+    MPI_Info_set(off, "strata", "off");
+    for (int round = 0; round < 4; round++) {
+        for (int side = 0; side < 2; side++) {
+            int which = (round + side) % 2;   /* 0 strata, 1 base; alternate who goes first */
+            MPI_Barrier(ctl);
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < n / 4; i++) {
+                MPI_Comm c;
+                long v = rank + 1, sum = 0;
+                MPI_Comm_dup_with_info(MPI_COMM_WORLD, which ? off : MPI_INFO_NULL, &c);
+                MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, c);
+                wrong += sum != (long)nranks * (nranks + 1) / 2;
+                MPI_Comm_free(&c);
+            }
+            double dt = MPI_Wtime() - t0, most;
+            MPI_Allreduce(&dt, &most, 1, MPI_DOUBLE, MPI_MAX, ctl);
+            t[which] += most;
+        }
+    }
+    MPI_Info_free(&off);
+    long all_wrong = 0;
+    MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, ctl);
+    if (rank == 0) {
+        int done = n / 4 * 4;
+        printf("# communicator cycles (dup, one 8-byte allreduce, free), %d ranks, %d cycles each\n", nranks, done);
+        printf("# %14s %14s %8s %8s\n", "strata us/cyc", "base us/cyc", "ratio", "#wrong");
+        printf("  %14.1f %14.1f %8.2f %8ld\n", t[0] / done * 1e6, t[1] / done * 1e6,
+               t[0] > 0 ? t[1] / t[0] : 0, all_wrong);
+        printf("# ratio = base / strata (> 1: strata faster)\n");
+    }
+    return all_wrong ? 1 : 0;
+}
+
 static void usage(void)
 {
     printf("usage: strata_bench [-c COLL] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
@@ -405,6 +447,7 @@ static void usage(void)
            "  -c  allreduce (default), allgather, reduce_scatter, reduce_scatter_block, bcast, alltoall, reduce\n"
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
+           "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
            "             host staging: device -> pinned host, the collective without strata, host -> device\n");
@@ -415,7 +458,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int bad = 0;
+    int bad = 0, comms = 0;
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
         int found = 0;
@@ -439,6 +482,7 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "--single") || !strcmp(s, "--no-strata-comm")) single = 1;
         else if (!strcmp(s, "--no-check")) check = 0;
         else if (!strcmp(s, "--device")) on_device = 1;
+        else if (!strcmp(s, "--comms") && v) { comms = atoi(v); a++; }
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
     }
@@ -457,6 +501,14 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &cs);
     if (!single) MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &cb);
     MPI_Info_free(&info);
+    if (comms > 0) {
+        int st = comm_cycles(comms, ctl);
+        MPI_Comm_free(&cs);
+        if (cb != MPI_COMM_NULL) MPI_Comm_free(&cb);
+        MPI_Comm_free(&ctl);
+        MPI_Finalize();
+        return st;
+    }
     rcounts = malloc(sizeof(int) * nranks);
 
     int status = 0, sharing = 1;

@@ -10,6 +10,38 @@
 
 namespace strata {
 
+namespace {
+// FNV-1a over what MPI requires to match on every rank.
+struct Hash {
+    uint64_t h = 1469598103934665603ull;
+    void add(uint64_t v) {
+        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+    }
+};
+
+// The size of the call (count x type signature, per-rank sizes where MPI makes them
+// equal everywhere) and the rest that must match (type, op, root).
+void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t *size_sig, uint32_t *meta_sig) {
+    Hash sz, meta;
+    sz.add(uint64_t(coll));
+    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
+                         coll == STRATA_COLL_REDUCE;
+    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_REDUCE_SCATTER) {
+        for (int r = 0; r < team.size(); ++r) sz.add(a.counts[r]);
+    } else if (coll != STRATA_COLL_ALLTOALL || a.uniform) {
+        sz.add(coll == STRATA_COLL_ALLTOALL ? a.counts[0] : a.count);  // alltoallv: sizes differ by pair
+    }
+    sz.add(reduces ? strata_dtype_size(a.dtype) : 1);
+    meta.add(reduces ? uint64_t(a.dtype) : 0);
+    meta.add(reduces ? uint64_t(a.op) : 0);
+    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE ? uint64_t(a.root) : 0);
+    *size_sig = sz.h;
+    *meta_sig = uint32_t(meta.h ^ (meta.h >> 32));
+}
+}  // namespace
+
+// Every decision before begin_call depends only on agreed values (setup, settings,
+// type and op, size), so a call reaches begin_call on every rank or on none.
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     Status st = team.ensure_setup();
     if (st != STRATA_OK) return st;
@@ -23,27 +55,43 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
             strata_dtype_name(args.dtype), strata_op_name(args.op));
         return STRATA_FALLBACK;
     }
+    uint64_t size_sig = 0;
+    uint32_t meta_sig = 0;
+    signature(coll, team, args, &size_sig, &meta_sig);
+    if (team.config().check_args) {
+        st = team.agree_call(coll, size_sig, meta_sig, args.local, args.why ? args.why : "");
+        if (st != STRATA_OK) return st;
+    }
+    if (team.broken()) return STRATA_ERR_BROKEN;
     int alg = team.config().algorithm[coll];
     if (alg < 0 || alg >= table.count) alg = table.choose(team, args);
+
+    STRATA_CHECK(team.begin_call(coll, uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig));
+    if (args.local != STRATA_OK) return team.fail_call(args.local, args.why ? args.why : status_name(args.local));
+    auto failed = [&](Status err, const char *what) {
+        return team.broken() ? err : team.fail_call(err, std::string(what) + ": " + status_name(err));
+    };
 
     // A rank's buffers that are not of the team's memory kind are staged; the
     // schedule is the one every rank builds, whatever its buffers are.
     CollArgs work = args;
     Staging &staging = team.staging();
-    STRATA_CHECK(staging.enter(coll, team.rank(), team.size(),
-                               team.device() ? &team.domain() : nullptr, &work));
+    st = staging.enter(coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work);
+    if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
     const bool staged = staging.active();
 
-    team.begin_call();
     Schedule &s = team.schedule();
     s.clear();
     if (team.staged_transfers()) {
         team.bounce().reset();
         s.stage_transfers(&team.domain(), &team.bounce());
     }
-    STRATA_CHECK(table.algorithms[alg].build(team, work));
-    STRATA_CHECK(s.run(team.transport()));
-    STRATA_CHECK(staging.leave());
+    st = table.algorithms[alg].build(team, work);
+    if (st == STRATA_OK) st = s.run(team.transport(), &team);
+    if (st != STRATA_OK) return failed(st, table.algorithms[alg].name);
+    st = staging.leave();
+    if (st != STRATA_OK) return failed(st, "copying the result out of staging");
+    STRATA_CHECK(team.end_call());
     team.count_call(coll, alg);
     log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
@@ -71,6 +119,9 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->device_path = STRATA_DEVICE_PATH_GPU;
     cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     cfg->ipc_cache_size = 64;
+    cfg->timeout = 0;
+    cfg->check_args = 0;
+    cfg->lazy_calls = 0;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
@@ -126,8 +177,8 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
                                    const strata_config_t *cfg, strata_team_t **team) {
     *team = nullptr;
     if (!transport || !cfg || size < 1 || rank < 0 || rank >= size) return STRATA_ERR_ARG;
-    if (cfg->segment_size < 64) {
-        log(0, "segment size %zu is too small (at least 64 bytes)", cfg->segment_size);
+    if (cfg->segment_size < 64 || cfg->segment_size > (size_t(1) << 30)) {
+        log(0, "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
         return STRATA_ERR_ARG;
     }
     Team *t = new (std::nothrow) Team(rank, size, node_key, *transport, *cfg);
@@ -138,17 +189,30 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
 
 void strata_team_destroy(strata_team_t *team) { delete static_cast<Team *>(team); }
 
+// A NULL buffer where this rank has bytes to move fails the call on this rank (after
+// every rank got as far, so that its peers hear of it); in place is STRATA_IN_PLACE.
+static void need(CollArgs *a, const void *buf, bool has_bytes, const char *why) {
+    if (a->local == STRATA_OK && buf == nullptr && has_bytes) {
+        a->local = STRATA_ERR_BUFFER;
+        a->why = why;
+    }
+}
+static const char kNullSend[] = "the send buffer is NULL (MPI_IN_PLACE is not NULL)";
+static const char kNullRecv[] = "the receive buffer is NULL";
+
 strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
                                  size_t count, strata_dtype_t dtype, strata_op_t op) {
-    if (!team || !recvbuf) return STRATA_ERR_ARG;
+    if (!team) return STRATA_ERR_ARG;
     if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
     if (count == 0) return STRATA_OK;
     CollArgs a;
-    a.sendbuf = sendbuf ? sendbuf : recvbuf;
+    a.sendbuf = sendbuf == STRATA_IN_PLACE ? recvbuf : sendbuf;
     a.recvbuf = recvbuf;
     a.count = count;
     a.dtype = dtype;
     a.op = op;
+    need(&a, recvbuf, true, kNullRecv);
+    need(&a, a.sendbuf, true, kNullSend);
     return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLREDUCE, a);
 }
 
@@ -158,15 +222,20 @@ static Status check_team(strata_team_t *team) { return team ? STRATA_OK : STRATA
 strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf,
                                   const size_t *bytes, const size_t *displs) {
     STRATA_CHECK(check_team(team));
-    if (!recvbuf || !bytes || !displs) return STRATA_ERR_ARG;
+    if (!bytes || !displs) return STRATA_ERR_ARG;
     Team &t = *static_cast<Team *>(team);
     CollArgs a;
-    a.in_place = sendbuf == nullptr;
-    a.sendbuf = a.in_place ? static_cast<char *>(recvbuf) + displs[t.rank()] : sendbuf;
+    a.in_place = sendbuf == STRATA_IN_PLACE;
+    a.sendbuf = a.in_place ? (recvbuf ? static_cast<char *>(recvbuf) + displs[t.rank()] : nullptr) : sendbuf;
     a.recvbuf = recvbuf;
     a.count = bytes[t.rank()];
     a.counts = bytes;
     a.displs = displs;
+    size_t total = 0;
+    for (int r = 0; r < t.size(); ++r) total += bytes[r];
+    if (total == 0) return STRATA_OK;  // the same on every rank: MPI makes the counts agree
+    need(&a, recvbuf, true, kNullRecv);
+    need(&a, a.sendbuf, a.count > 0, kNullSend);
     return run_collective(t, STRATA_COLL_ALLGATHER, a);
 }
 
@@ -182,13 +251,14 @@ strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void 
 strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int root) {
     STRATA_CHECK(check_team(team));
     Team &t = *static_cast<Team *>(team);
-    if (!buf || root < 0 || root >= t.size()) return STRATA_ERR_ARG;
+    if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
     if (bytes == 0) return STRATA_OK;
     CollArgs a;
     a.sendbuf = buf;
     a.recvbuf = buf;
     a.count = bytes;
     a.root = root;
+    need(&a, buf, true, "the buffer is NULL");
     return run_collective(t, STRATA_COLL_BCAST, a);
 }
 
@@ -198,13 +268,11 @@ strata_status_t alltoall(strata_team_t *team, const void *sendbuf, const size_t 
                          void *recvbuf, const size_t *rbytes, const size_t *rdispls, bool uniform) {
     STRATA_CHECK(check_team(team));
     if (!rbytes || !rdispls) return STRATA_ERR_ARG;
-    if (sendbuf && (!sbytes || !sdispls)) return STRATA_ERR_ARG;
-    // A NULL recvbuf is legal when this rank receives nothing.
+    const bool in_place = sendbuf == STRATA_IN_PLACE;
+    if (!in_place && (!sbytes || !sdispls)) return STRATA_ERR_ARG;
     const Team &t = *static_cast<Team *>(team);
-    for (int r = 0; r < t.size() && !recvbuf; ++r)
-        if (rbytes[r] > 0) return STRATA_ERR_ARG;
     CollArgs a;
-    a.in_place = sendbuf == nullptr;
+    a.in_place = in_place;
     a.sendbuf = a.in_place ? recvbuf : sendbuf;
     a.recvbuf = recvbuf;
     a.send_counts = a.in_place ? rbytes : sbytes;
@@ -212,6 +280,15 @@ strata_status_t alltoall(strata_team_t *team, const void *sendbuf, const size_t 
     a.counts = rbytes;
     a.displs = rdispls;
     a.uniform = uniform;
+    // NULL buffers are legal where this rank moves nothing.
+    bool receives = false, sends = false;
+    for (int r = 0; r < t.size(); ++r) {
+        receives = receives || rbytes[r] > 0;
+        sends = sends || a.send_counts[r] > 0;
+    }
+    if (uniform && !receives) return STRATA_OK;  // the same on every rank
+    need(&a, recvbuf, receives, kNullRecv);
+    need(&a, a.sendbuf, sends, kNullSend);
     return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLTOALL, a);
 }
 }  // namespace
@@ -239,14 +316,15 @@ strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, 
     Team &t = *static_cast<Team *>(team);
     CollArgs a;
     for (int r = 0; r < t.size(); ++r) a.count += counts[r];
-    if (a.count == 0) return STRATA_OK;
-    if (!recvbuf && counts[t.rank()] > 0) return STRATA_ERR_ARG;
-    a.in_place = sendbuf == nullptr;
+    if (a.count == 0) return STRATA_OK;  // the same on every rank: MPI makes the counts agree
+    a.in_place = sendbuf == STRATA_IN_PLACE;
     a.sendbuf = a.in_place ? recvbuf : sendbuf;
     a.recvbuf = recvbuf;
     a.counts = counts;
     a.dtype = dtype;
     a.op = op;
+    need(&a, recvbuf, a.in_place || counts[t.rank()] > 0, kNullRecv);
+    need(&a, a.sendbuf, true, kNullSend);
     return run_collective(t, STRATA_COLL_REDUCE_SCATTER, a);
 }
 
@@ -257,17 +335,43 @@ strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *re
     if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
     if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
     if (count == 0) return STRATA_OK;
-    if (t.rank() == root && !recvbuf) return STRATA_ERR_ARG;
-    if (!sendbuf && t.rank() != root) return STRATA_ERR_ARG;
     CollArgs a;
-    a.in_place = sendbuf == nullptr;
+    a.in_place = sendbuf == STRATA_IN_PLACE;
     a.sendbuf = a.in_place ? recvbuf : sendbuf;
     a.recvbuf = recvbuf;
     a.count = count;
     a.dtype = dtype;
     a.op = op;
     a.root = root;
+    if (a.in_place && t.rank() != root) {
+        a.local = STRATA_ERR_ARG;
+        a.why = "MPI_IN_PLACE on a rank that is not the root of MPI_Reduce";
+    }
+    need(&a, recvbuf, t.rank() == root, kNullRecv);
+    need(&a, a.sendbuf, true, kNullSend);
     return run_collective(t, STRATA_COLL_REDUCE, a);
+}
+
+strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
+                                 const char *why) {
+    if (!team || coll < 0 || coll >= STRATA_COLL_COUNT) return status;
+    Team &t = *static_cast<Team *>(team);
+    CollArgs a;
+    a.local = status < 0 ? status : STRATA_ERR_ARG;
+    a.why = why;
+    a.count = 1;
+    std::vector<size_t> ones(size_t(t.size()), 1);
+    a.counts = ones.data();
+    a.send_counts = ones.data();
+    // Goes as far as its peers (setup, agreement), then fails the call for everyone.
+    const Status st = run_collective(t, coll, a);
+    return st == STRATA_FALLBACK ? a.local : st;
+}
+
+const char *strata_team_last_error(const strata_team_t *team) {
+    if (!team) return "";
+    const Team &t = *static_cast<const Team *>(team);
+    return !t.last_error().empty() ? t.last_error().c_str() : t.first_failure().c_str();
 }
 
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg) {

@@ -42,6 +42,11 @@ const char *status_name(Status s) {
         case STRATA_ERR_UNSUPPORTED: return "unsupported";
         case STRATA_ERR_DEVICE: return "device error";
         case STRATA_ERR_INTERNAL: return "internal error";
+        case STRATA_ERR_BUFFER: return "invalid buffer";
+        case STRATA_ERR_TRUNCATE: return "ranks disagree on the size";
+        case STRATA_ERR_PEER: return "another rank failed";
+        case STRATA_ERR_TIMEOUT: return "timed out";
+        case STRATA_ERR_BROKEN: return "an earlier call failed";
     }
     return "unknown status";
 }
@@ -49,3 +54,5 @@ const char *status_name(Status s) {
 }  // namespace strata
 
 extern "C" void strata_set_logger(strata_log_fn fn) { strata::g_logger = fn; }
+
+extern "C" const char *strata_status_name(strata_status_t status) { return strata::status_name(status); }

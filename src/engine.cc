@@ -29,11 +29,11 @@ void Schedule::report_stall(const std::vector<StepId> &active) const {
         const Step &s = steps_[i];
         ++shown;
         if (s.kind == Kind::Wait) {
-            log(0, "  step %zu: wait flag %p for %llu, holds %llu", i, static_cast<void *>(s.flag),
+            log(1, "  step %zu: wait flag %p for %llu, holds %llu", i, static_cast<void *>(s.flag),
                 static_cast<unsigned long long>(s.value),
                 static_cast<unsigned long long>(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE)));
         } else {
-            log(0, "  step %zu: %s peer %d tag %d bytes %zu", i, kinds[int(s.kind)], s.peer, s.tag, s.n);
+            log(1, "  step %zu: %s peer %d tag %d bytes %zu", i, kinds[int(s.kind)], s.peer, s.tag, s.n);
         }
     }
 }
@@ -232,12 +232,19 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
         case Kind::Send:
         case Kind::Recv: {
             int d = 0;
-            if (tp.test(tp.ctx, s.req, &d) != 0) return fail(STRATA_ERR_COMM, "request test");
+            const int rc = tp.test(tp.ctx, s.req, &d);
+            if (rc != 0) {
+                s.req = nullptr;  // released by the transport
+                s.state = State::Done;
+                return rc == STRATA_ERR_TRUNCATE
+                           ? STRATA_ERR_TRUNCATE  // a peer sent more than this rank expects: sizes differ
+                           : fail(STRATA_ERR_COMM, "request test");
+            }
             done = d != 0;
             break;
         }
         case Kind::Wait:
-            done = __atomic_load_n(s.flag, __ATOMIC_ACQUIRE) >= s.value;
+            done = flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), s.value);
             break;
         default:
             done = true;
@@ -252,7 +259,48 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
 // Dependency counting: a step joins the active list when its last dependency
 // completes, and only active steps are polled. Nothing limits how far ahead a
 // step may start, so no schedule can deadlock on the engine's own bookkeeping.
-Status Schedule::run(const strata_transport_t &tp) {
+StepInfo Schedule::info(StepId id) const {
+    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait"};
+    StepInfo i{"none", -1, 0, 0, nullptr, 0, 0};
+    if (id >= steps_.size()) return i;
+    const Step &s = steps_[id];
+    i.kind = kinds[int(s.kind)];
+    if (s.kind == Kind::Send || s.kind == Kind::Recv) {
+        i.peer = s.peer;
+        i.tag = s.tag;
+        i.bytes = s.n;
+    } else if (s.kind == Kind::Wait) {
+        i.flag = s.flag;
+        i.value = s.value;
+        i.holds = __atomic_load_n(s.flag, __ATOMIC_ACQUIRE);
+    }
+    return i;
+}
+
+// Gives up what an abandoned run started: receives are cancelled (the transport
+// guarantees they write nothing afterwards), sends are left to finish by themselves,
+// copies and reductions (which need no peer) are waited for.
+void Schedule::abandon(const strata_transport_t &tp) {
+    for (Step &s : steps_) {
+        if (s.state != State::Started) continue;
+        if ((s.kind == Kind::Send || s.kind == Kind::Recv) && s.req != nullptr) {
+            if (tp.cancel) tp.cancel(tp.ctx, s.req, s.kind == Kind::Recv);
+            s.req = nullptr;
+        } else if (s.kind == Kind::Copy || s.kind == Kind::Reduce) {
+            bool done = false;
+            while (!done && s.dom->poll(&s.ticket, &done) == STRATA_OK && !done) sched_yield();
+        }
+        s.state = State::Done;
+    }
+}
+
+Status Schedule::run(const strata_transport_t &tp, RunWatch *watch) {
+    const Status st = run_steps(tp, watch);
+    if (st != STRATA_OK) abandon(tp);
+    return st;
+}
+
+Status Schedule::run_steps(const strata_transport_t &tp, RunWatch *watch) {
     if (build_error_ != STRATA_OK) return fail(build_error_, "bounce buffers for the staged transport");
     const size_t n = steps_.size();
     std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
@@ -304,6 +352,7 @@ Status Schedule::run(const strata_transport_t &tp) {
                 report_stall(active);
                 reported = true;
             }
+            if (watch) STRATA_CHECK(watch->idle(*this, active, t - last_progress));
         }
     }
     return STRATA_OK;

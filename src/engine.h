@@ -19,6 +19,10 @@
 namespace strata {
 
 using StepId = uint32_t;
+
+// Shared-memory flags are serial numbers: holds has reached value when it is at most
+// 2^63 ahead of it, so flag values may wrap around.
+inline bool flag_reached(uint64_t holds, uint64_t value) { return int64_t(holds - value) >= 0; }
 constexpr StepId kNoStep = UINT32_MAX;  // "no dependency": ignored wherever deps go
 
 // A dependency list; kNoStep entries are dropped, so optional deps can be passed.
@@ -55,6 +59,27 @@ private:
     std::vector<Chunk> chunks_;
 };
 
+class Schedule;
+
+// What a schedule waits for when it stalls, for the watch's message.
+struct StepInfo {
+    const char *kind;        // "send", "recv", "wait", "copy", ...
+    int peer;                // send/recv: the rank; else -1
+    int tag;
+    size_t bytes;
+    const uint64_t *flag;    // wait: the flag, its target and what it holds
+    uint64_t value, holds;
+};
+
+// Looks over a run while it makes no progress: the team's failure notices and its
+// deadline. idle() is called each time the engine yields; an error it returns ends
+// the run (the engine then gives up its outstanding requests).
+class RunWatch {
+public:
+    virtual ~RunWatch() = default;
+    virtual Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) = 0;
+};
+
 class Schedule {
 public:
     void clear();
@@ -77,14 +102,19 @@ public:
     StepId recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps = {});
     // Shared-memory flags: signal stores value (release), after every earlier
     // signal of the same flag in this schedule; wait completes once the flag
-    // holds at least value (acquire).
+    // holds at least value (acquire), compared as serial numbers (flag - value as a
+    // signed 64-bit number >= 0), so values may wrap.
     StepId signal(uint64_t *flag, uint64_t value, const Deps &deps = {});
     StepId wait(const uint64_t *flag, uint64_t value, const Deps &deps = {});
     // Completes when its dependencies do: a join point.
     StepId join(const Deps &deps);
 
-    // Runs every step to completion over the given transport.
-    Status run(const strata_transport_t &tp);
+    // Runs every step to completion over the given transport. On an error (a step
+    // failed, or watch said to stop) the started transfers are given up through
+    // tp.cancel and started copies are waited for, so nothing of the run touches
+    // memory after it returns.
+    Status run(const strata_transport_t &tp, RunWatch *watch = nullptr);
+    StepInfo info(StepId id) const;
 
 private:
     enum class Kind : uint8_t { Nop, Copy, Reduce, Send, Recv, Signal, Wait };
@@ -111,6 +141,8 @@ private:
     StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps);
     char *take_bounce(size_t bytes);  // nullptr (and a build error for run()) when out of memory
     Status advance(Step &s, const strata_transport_t &tp, bool *moved);
+    Status run_steps(const strata_transport_t &tp, RunWatch *watch);
+    void abandon(const strata_transport_t &tp);
     void report_stall(const std::vector<StepId> &active) const;
 
     std::vector<Step> steps_;

@@ -30,8 +30,17 @@ typedef enum strata_status {
     STRATA_ERR_COMM = -4,       /* a transport callback failed */
     STRATA_ERR_UNSUPPORTED = -5,
     STRATA_ERR_DEVICE = -6,     /* CUDA driver / runtime failure */
-    STRATA_ERR_INTERNAL = -7
+    STRATA_ERR_INTERNAL = -7,
+    STRATA_ERR_BUFFER = -8,     /* a NULL buffer where the call has bytes to move (this rank) */
+    STRATA_ERR_TRUNCATE = -9,   /* ranks disagree on the size of the call (coll_strata_check_args) */
+    STRATA_ERR_PEER = -10,      /* another rank failed this call; this rank stopped waiting for it */
+    STRATA_ERR_TIMEOUT = -11,   /* no progress for coll_strata_timeout seconds */
+    STRATA_ERR_BROKEN = -12     /* an earlier call on this team failed: it takes no more calls */
 } strata_status_t;
+
+/* MPI_IN_PLACE as the core sees it: its own value, so that a NULL send buffer is an
+ * error and never taken for "in place". */
+#define STRATA_IN_PLACE ((const void *) 1)
 
 /* Element types with a kernel. The glue maps MPI predefined types onto these by
  * kind and size; anything else falls back. */
@@ -72,13 +81,20 @@ typedef enum strata_coll {
  * isend/irecv start a transfer and return an opaque request; test completes and
  * releases it when *done becomes 1. agree and allgather_int are blocking
  * collectives over the whole communicator, run by the module strata replaced. */
-#define STRATA_TAG_SPACE 65536
+#define STRATA_TAG_SPACE (1 << 22)
+#define STRATA_ANY_SOURCE (-1)  /* irecv from any rank (the team's failure notices only) */
 typedef struct strata_transport {
     void *ctx;
     int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
     int (*test)(void *ctx, void *req, int *done);
-    int (*agree_min)(void *ctx, int *value);               /* *value = min over ranks */
+    /* Gives up a request that has not completed: a receive (is_recv) is cancelled and
+     * must not write its buffer afterwards, a send is left to finish on its own.
+     * Releases req. May be NULL (requests of an abandoned call are then left alone).
+     * test() returning an error has released its request already. A receive whose
+     * message is larger than posted fails test() with STRATA_ERR_TRUNCATE. */
+    void (*cancel)(void *ctx, void *req, int is_recv);
+    int (*agree_min)(void *ctx, int *values, int n);       /* values[i] = min over ranks, i < n */
     int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
 } strata_transport_t;
@@ -109,7 +125,13 @@ typedef struct strata_config {
     int device_path;                /* strata_device_path_t */
     int device_transport;           /* strata_device_transport_t */
     int ipc_cache_size;             /* node peers' device buffers kept mapped (CUDA IPC); 0: copy instead */
+    double timeout;                 /* seconds without progress before a call fails; 0: wait for ever */
+    int check_args;                 /* agree count x signature, op and root before each call */
+    int lazy_calls;                 /* small calls a new team hands back before it sets up */
 } strata_config_t;
+
+/* A status in words ("invalid buffer", "timed out", ...). */
+const char *strata_status_name(strata_status_t status);
 
 /* Logging: the glue routes core messages to its own output (opal_output). */
 typedef void (*strata_log_fn)(int level, const char *msg);
@@ -142,13 +164,25 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
 /* Releases everything; safe on NULL. Not collective. */
 void strata_team_destroy(strata_team_t *team);
 
-/* Collectives. sendbuf == NULL or sendbuf == recvbuf means in place.
+/* This rank cannot take part in the current call (status says why, why is one line):
+ * its peers are told, so they return an error instead of waiting for it (node peers
+ * at once, other nodes by a message), and the team takes no further calls. Collective
+ * in the sense that every rank of the call must reach a strata entry point. Returns
+ * status. */
+strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
+                                 const char *why);
+
+/* The last error of this team, one line (what, call number, collective, peer), or "". */
+const char *strata_team_last_error(const strata_team_t *team);
+
+/* Collectives. sendbuf == STRATA_IN_PLACE or sendbuf == recvbuf means in place; a NULL
+ * buffer where the call has bytes for it is STRATA_ERR_BUFFER.
  * Return STRATA_OK with the result in recvbuf, STRATA_FALLBACK when the team has
  * (agreed) not to run strata (nothing was touched), or an error. */
 strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
                                  size_t count, strata_dtype_t dtype, strata_op_t op);
 
-/* Data movement: sizes in bytes (any contiguous datatype). sendbuf == NULL
+/* Data movement: sizes in bytes (any contiguous datatype). sendbuf == STRATA_IN_PLACE
  * means MPI_IN_PLACE with MPI's meaning for that collective:
  *   allgather(v): this rank's block is already in place in recvbuf;
  *   alltoall(v): recvbuf holds the input and receives the output;

@@ -26,7 +26,10 @@ Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const
     ipc_.set_capacity(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0));
 }
 
-Team::~Team() { release_device(); }
+Team::~Team() {
+    close_inbox();
+    release_device();
+}
 
 // Each local rank maps its peers' GPU regions, and a peer's last copy out of one may
 // still be queued when this rank ends its last call: so every rank first unmaps its
@@ -126,7 +129,7 @@ Status Team::ensure_setup() {
     const Status local = setup_shm();
     const bool own_failure = local != STRATA_OK && !shm_.error().empty();
     int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
-    if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    if (tp_.agree_min(tp_.ctx, &first_failed, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
     shm_.unlink();  // every local peer has attached or given up by now
     if (first_failed != INT_MAX) {
         setup_ = Setup::Failed;
@@ -138,6 +141,7 @@ Status Team::ensure_setup() {
     }
     STRATA_CHECK(agree_device(gpu_ranks == size_));
     setup_ = Setup::Ready;
+    post_inbox();
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
            "schedules in %s memory%s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
@@ -156,7 +160,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     std::string why;
     const Status local = setup_device(&why);
     int first_failed = local == STRATA_OK ? INT_MAX : rank_;
-    if (tp_.agree_min(tp_.ctx, &first_failed) != 0) return fail(STRATA_ERR_COMM, "team setup: device agreement");
+    if (tp_.agree_min(tp_.ctx, &first_failed, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: device agreement");
     if (first_failed != INT_MAX) {
         release_device();
         recheck_gpus_ = false;  // it would fail again
@@ -169,7 +173,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
     int cache_on = ipc_.enabled() ? 1 : 0;
-    if (tp_.agree_min(tp_.ctx, &cache_on) != 0) return fail(STRATA_ERR_COMM, "team setup: IPC cache agreement");
+    if (tp_.agree_min(tp_.ctx, &cache_on, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: IPC cache agreement");
     if (!cache_on && ipc_.enabled()) {
         log(1, "coll_strata_ipc_cache_size is 0 on another rank: node peers' buffers are copied, not mapped");
         ipc_.set_capacity(0);
@@ -213,7 +217,7 @@ Status Team::setup_device(std::string *why) {
         }
     }
     Schedule s;
-    const int tag = this->tag(kSetupTagSub - 1);
+    const int tag = control_tag(kSetupTagSub - 1);
     for (int i = 0; i < local_size; ++i) {
         if (i == me) continue;
         s.send(&mine, sizeof mine, l.rank_at(node, i), tag);
@@ -246,7 +250,7 @@ Status Team::setup_shm() {
 
     const Layout &l = layout_;
     const int node = l.my_node();
-    const int tag = this->tag(kSetupTagSub);
+    const int tag = control_tag(kSetupTagSub);
     char name[kNameBytes] = {0};
     Status status = STRATA_OK;
     Schedule s;
@@ -265,10 +269,13 @@ Status Team::setup_shm() {
 }
 
 namespace {
-// What a rank posts in its mailbox for buffer exchange n: in half n % 2, so that a rank
-// one exchange ahead never overwrites what a slower peer still reads. (No rank gets
-// two ahead: finishing exchange n waits for every peer's "mapped" of n.)
+// What a rank posts in its mailbox in call n: in half n % 2, so that a rank one call
+// ahead never overwrites what a slower peer still reads. (No rank gets two ahead:
+// finishing the exchange of call n waits for every peer's "mapped" of n.) A post is
+// read only if it is of the reader's call (a peer in an erroneous call may have
+// posted nothing).
 struct Post {
+    uint64_t call;
     int posted;  // ref describes this rank's buffer, or there is nothing to read (empty)
     int empty;
     int opened;  // this rank mapped every peer's buffer
@@ -288,9 +295,10 @@ Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const 
                                int source) {
     *mapped = false;
     const int L = layout_.my_local_size(), me = layout_.my_local();
-    const uint64_t n = ++exchanges_;
+    const uint64_t n = call_seq_, base = call_base();
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
+    mine->call = n;
     mine->opened = 0;
     mine->empty = bytes == 0 || (source >= 0 && source != me);
     mine->posted = mine->empty || ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
@@ -298,15 +306,15 @@ Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const 
     // (work the application queued on the legacy stream included) before they read it.
     if (mine->posted && !mine->empty) STRATA_CHECK(dom_->settle());
     Schedule s;
-    s.signal(flag(me, kFlagPosted), 2 * n - 1);
-    wait_all(s, kFlagPosted, 2 * n - 1, me);
-    STRATA_CHECK(s.run(tp_));
+    s.signal(flag(me, kFlagPosted), base + 1);
+    wait_all(s, kFlagPosted, base + 1, me);
+    STRATA_CHECK(s.run(tp_, this));
 
     bufs->assign(size_t(L), nullptr);
     (*bufs)[size_t(me)] = static_cast<const char *>(buf);
     // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
     bool ok = true;
-    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->posted;
+    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->posted;
     for (int i = 0; i < L && ok; ++i) {
         if (i == me || post_of(shm_.mailbox(i), n)->empty) continue;
         char *p = nullptr;
@@ -315,10 +323,10 @@ Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const 
     }
     mine->opened = ok;
     s.clear();
-    s.signal(flag(me, kFlagPosted), 2 * n);
-    wait_all(s, kFlagPosted, 2 * n, me);
-    STRATA_CHECK(s.run(tp_));
-    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->opened;
+    s.signal(flag(me, kFlagPosted), base + 2);
+    wait_all(s, kFlagPosted, base + 2, me);
+    STRATA_CHECK(s.run(tp_, this));
+    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->opened;
     if (!ok)
         log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
                "pool memory): copied through the stage slots",
@@ -353,7 +361,12 @@ StepId Team::done_together(Schedule &s, const Deps &deps) {
 }
 
 StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
-    if (seg < kStages) return s.join(deps);
+    if (seg - call_base() < kStages) {
+        // The stages were last used by the previous call: free once every local rank
+        // ended it (end_call raises DONE to the last value of its call).
+        if (call_seq_ <= 1) return s.join(deps);
+        return wait_all(s, kFlagDone, call_base() - 1, -1, deps);
+    }
     // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.
     return wait_all(s, kFlagDone, seg - kStages + 1, -1, deps);
 }
@@ -381,7 +394,7 @@ char *Team::scratch(size_t bytes) { return scratch_.reserve(domain(), bytes); }
 char *Team::staging(size_t bytes) { return staging_.reserve(domain(), bytes); }
 
 int Team::tag(uint64_t sub) const {
-    return static_cast<int>(((call_seq_ % 16) << 12) | (sub % 4096));
+    return static_cast<int>(((call_seq_ % kTagCalls) << 12) | (sub % kTagSubs));
 }
 
 }  // namespace strata

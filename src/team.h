@@ -7,6 +7,7 @@
 #define STRATA_TEAM_H
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "btl/device_regions.h"
@@ -24,7 +25,7 @@ namespace strata {
 constexpr int kMaxAlgorithms = 8;
 class Staging;
 
-class Team : public strata_team {
+class Team : public strata_team, public RunWatch {
 public:
     Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg);
 
@@ -47,8 +48,9 @@ public:
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
     uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
-    // Reserves n consecutive segment numbers for the call being built; the same
-    // numbers on every rank of the node.
+    // Reserves n consecutive segment numbers for the call being built: those of call
+    // c start at c << 32, so they are the same on every rank of the node whatever
+    // counts an erroneous call passed.
     uint64_t take_segments(uint64_t n);
 
     // Step that completes once every local rank has finished segment seg - kStages,
@@ -69,7 +71,38 @@ public:
     char *staging(size_t bytes);
 
     // Tag for a message of the current call; sub identifies the message within it.
+    // Calls take tag slots in turn (kTagCalls of them), so a message of one call can
+    // only meet a receive of a call kTagCalls later; the last slot is for setup and
+    // failure notices.
+    static constexpr int kTagSubs = 4096;
+    static constexpr uint64_t kTagCalls = STRATA_TAG_SPACE / kTagSubs - 1;
     int tag(uint64_t sub) const;
+    static int control_tag(int sub) { return int((kTagCalls << 12) | uint64_t(sub)); }
+
+    // ---- one call (src/team_calls.cc)
+    // Every call that runs a schedule has a number, the same on every rank: calls are
+    // collective and ordered, and a call reaches begin_call on one rank exactly when it
+    // does on all (every decision before it is agreed). sig hashes what MPI requires to
+    // match (size, type, op, root); node peers compare it at end_call.
+    uint64_t call_number() const { return call_seq_; }
+    uint64_t call_base() const { return call_seq_ << 32; }
+    Status begin_call(strata_coll_t coll, uint32_t sig);
+    // The schedule ran to completion: raises this rank's flags to the end of the call
+    // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size.
+    Status end_call();
+    // This rank fails the current call (begun or not): node peers see it in the shared
+    // segment at once, ranks on other nodes by a notice; the team takes no more calls.
+    Status fail_call(Status st, const std::string &why);
+    bool broken() const { return failed_call_ != 0; }
+    // coll_strata_check_args: every rank learns whether all passed the same size (else
+    // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
+    // had valid arguments (local: this rank's verdict), before anything moves.
+    Status agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, Status local,
+                      const std::string &why);
+    const std::string &last_error() const { return last_error_; }
+    const std::string &first_failure() const { return failure_; }
+    // RunWatch: peers' failures and the deadline, while a schedule of this team waits.
+    Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) override;
 
     // Where this team's schedules run: GPU memory on a device team (every rank has
     // a GPU, IPC set up among local ranks), else host memory. A rank stages any of
@@ -102,15 +135,12 @@ public:
     const IpcCache &ipc_cache() const { return ipc_; }
 
     Schedule &schedule() { return sched_; }
-    void begin_call() {
-        ++call_seq_;
-        mapped_call_ = false;
-    }
     void count_call(strata_coll_t coll, int alg) { ++calls_[coll][alg]; }
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
 private:
     Status setup_shm();
+    void raise_flags(uint64_t value);
     Status setup_device(std::string *why);
     void release_device();
     Status agree_device(bool gpu_everywhere);
@@ -128,12 +158,31 @@ private:
     bool direct_ = false;       // device pointers go straight to point-to-point
     DeviceRegions dregions_;
     IpcCache ipc_;                // node peers' user buffers, mapped
-    uint64_t exchanges_ = 0;      // map_local_buffers calls (kFlagPosted counts them)
     bool mapped_call_ = false;
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     BouncePool bounce_;
     uint64_t call_seq_ = 0;
     uint64_t seg_seq_ = 0;
+    strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages
+    uint32_t sig_ = 0;
+    uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
+    std::string last_error_, failure_;
+    // Failure notices from other nodes: one receive from any rank kept posted.
+    struct Notice {
+        uint64_t call;
+        int64_t rank;
+    };
+    Notice inbox_{};
+    void *inbox_req_ = nullptr;
+    uint64_t noticed_call_ = 0;  // earliest call a notice said some rank failed in (0: none)
+    int noticed_rank_ = -1;
+    std::vector<void *> notices_out_;
+    Notice outgoing_{};
+    void post_inbox();
+    void poll_inbox();
+    void close_inbox();
+    Status peer_failure(uint64_t call, int rank, const char *how);
+    std::string where() const;
     struct Buffer {  // grow-only memory of the team's domain
         MemDomain *dom = nullptr;
         char *ptr = nullptr;

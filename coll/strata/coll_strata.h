@@ -32,6 +32,8 @@ typedef struct mca_coll_strata_component_t {
     int device_path;        /* strata_device_path_t */
     int device_transport;   /* strata_device_transport_t */
     int ipc_cache_size;     /* peers' device buffers kept mapped per communicator; 0: off */
+    double timeout;         /* seconds without progress before a call fails; 0: none */
+    bool check_args;        /* agree size, type, op and root before every call */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;
@@ -135,9 +137,20 @@ int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatyp
 void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
                                   size_t bytes, const char *why);
 
-/* strata status -> MPI error code (logs the failing collective). */
-int mca_coll_strata_status_to_mpi(strata_status_t st, struct ompi_communicator_t *comm,
-                                  const char *coll);
+/* strata status -> MPI error code; an error is said in one line naming the
+ * communicator, the collective and what went wrong (the core's last error). */
+int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll);
+/* This rank cannot take part in the call (bad arguments the core cannot see, such as
+ * send and receive sizes that differ): fails it on every rank (strata_fail_call) and
+ * returns the MPI error for this one. */
+int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
+                         strata_status_t st, const char *why);
+/* count elements of dt at buf, packed into out (size x count bytes), and back; device
+ * buffers go through host memory. MPI_ERR_COUNT above INT_MAX bytes. */
+int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out);
+int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt);
+/* MPI_IN_PLACE as the core spells it. */
+#define MCA_COLL_STRATA_SBUF(sbuf) (MPI_IN_PLACE == (sbuf) ? STRATA_IN_PLACE : (sbuf))
 
 /* Core logger registered with strata_set_logger. */
 void mca_coll_strata_core_log(int level, const char *msg);

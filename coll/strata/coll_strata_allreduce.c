@@ -20,10 +20,10 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
 
     why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
     if (NULL == why) {
-        strata_status_t st = strata_allreduce(m->team, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf,
+        strata_status_t st = strata_allreduce(m->team, MCA_COLL_STRATA_SBUF(sbuf), rbuf,
                                               (size_t) count, sdt, sop);
         if (STRATA_FALLBACK != st) {
-            return mca_coll_strata_status_to_mpi(st, comm, "allreduce");
+            return mca_coll_strata_status_to_mpi(st, m, "allreduce");
         }
         why = mca_coll_strata_why_core_declined;
     }

@@ -54,6 +54,8 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .device_path = STRATA_DEVICE_PATH_GPU,
     .device_transport = STRATA_DEVICE_TRANSPORT_AUTO,
     .ipc_cache_size = 64,
+    .timeout = 0,
+    .check_args = false,
     .output = -1,
 };
 
@@ -109,6 +111,72 @@ static void register_enum_var(const mca_base_component_t *c, const char *name, c
         (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, en, 0, 0,
                                                level, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
         OBJ_RELEASE(en);
+    }
+}
+
+/* Every numeric variable is checked when read: out of range gets one warning and the
+ * nearest valid value, so no size can wrap and no setting can crash a job. */
+#define STRATA_MAX_SEGMENT ((size_t) 1 << 30)
+static void warn_range(const char *name, const char *was, const char *now)
+{
+    opal_output(0, "coll:strata: coll_strata_%s=%s is out of range; using %s", name, was, now);
+}
+
+static void clamp_size(const char *name, size_t *v, size_t lo, size_t hi)
+{
+    char was[32], now[32];
+    if (*v >= lo && *v <= hi) {
+        return;
+    }
+    snprintf(was, sizeof was, "%zu", *v);
+    *v = *v < lo ? lo : hi;
+    snprintf(now, sizeof now, "%zu", *v);
+    warn_range(name, was, now);
+}
+
+static void clamp_int(const char *name, int *v, int lo, int hi)
+{
+    char was[32], now[32];
+    if (*v >= lo && *v <= hi) {
+        return;
+    }
+    snprintf(was, sizeof was, "%d", *v);
+    *v = *v < lo ? lo : hi;
+    snprintf(now, sizeof now, "%d", *v);
+    warn_range(name, was, now);
+}
+
+static void check_ranges(void)
+{
+    mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    int coll;
+    clamp_int("verbose", &cs->verbose, 0, 100);
+    clamp_int("node_size", &cs->node_size, 0, 1 << 20);
+    clamp_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT);
+    clamp_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT);
+    clamp_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16);
+    if (!(cs->timeout >= 0 && cs->timeout <= 1e7)) {   /* also catches NaN */
+        char was[32];
+        snprintf(was, sizeof was, "%g", cs->timeout);
+        cs->timeout = cs->timeout > 1e7 ? 1e7 : 0;
+        warn_range("timeout", was, cs->timeout > 0 ? "10000000" : "0 (no deadline)");
+    }
+    if (cs->device_path != STRATA_DEVICE_PATH_GPU && cs->device_path != STRATA_DEVICE_PATH_HOST) {
+        warn_range("device_path", "(a number)", "gpu");
+        cs->device_path = STRATA_DEVICE_PATH_GPU;
+    }
+    if (cs->device_transport < STRATA_DEVICE_TRANSPORT_AUTO || cs->device_transport > STRATA_DEVICE_TRANSPORT_STAGED) {
+        warn_range("device_transport", "(a number)", "auto");
+        cs->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
+    }
+    for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
+        int *a = &cs->algorithm[coll];
+        if (*a != STRATA_ALG_AUTO && (*a < 0 || *a >= strata_algorithm_count((strata_coll_t) coll))) {
+            char name[64];
+            snprintf(name, sizeof name, "%s_algorithm", strata_coll_name((strata_coll_t) coll));
+            warn_range(name, "(a number)", "auto");
+            *a = STRATA_ALG_AUTO;
+        }
     }
 }
 
@@ -201,9 +269,28 @@ static int mca_coll_strata_register(void)
         "mapping off: every call copies through the stage slots",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->ipc_cache_size);
+    (void) mca_base_component_var_register(c, "timeout",
+        "Seconds a collective may make no progress (wait for a peer that neither sends nor "
+        "signals) before it fails with MPI_ERR_OTHER through the communicator's error "
+        "handler, with one line naming the communicator, the collective, the call number, "
+        "the step it waits in and the rank it waits for. 0 (the default) waits for ever, as "
+        "MPI does: a valid program may enter a collective late (a rank writing a "
+        "checkpoint). A failure a rank knows of (bad argument, out of memory, driver error) "
+        "reaches its peers at once whatever this is",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->timeout);
+    (void) mca_base_component_var_register(c, "check_args",
+        "Before each collective, agree across the communicator on what MPI requires to "
+        "match (count x datatype size, the datatype, op and root) and on every rank's "
+        "arguments being valid; on a mismatch every rank returns MPI_ERR_TRUNCATE (sizes) "
+        "or MPI_ERR_ARG, and nothing moves. Costs one small allreduce per call (see the "
+        "README for the measured cost); for debugging erroneous programs",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->check_args);
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         register_algorithm_var(c, (strata_coll_t) coll);
     }
+    check_ranges();
     return OMPI_SUCCESS;
 }
 
@@ -261,6 +348,8 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->device_path = cs->device_path;
     cfg->device_transport = cs->device_transport;
     cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
+    cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
+    cfg->check_args = cs->check_args ? 1 : 0;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

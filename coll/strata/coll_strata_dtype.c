@@ -9,6 +9,8 @@
  */
 #include "coll_strata.h"
 
+#include <limits.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
@@ -26,46 +28,51 @@ typedef struct {
     dtype_kind_t kind;
 } dtype_entry_t;
 
-/* Built on first use: the handles are addresses of Open MPI's predefined objects. */
+/* Built once (pthread_once: MPI_THREAD_MULTIPLE callers may race to the first call);
+ * the handles are addresses of Open MPI's predefined objects. */
+static dtype_entry_t dtype_entries[64];
+static size_t dtype_count = 0;
+static pthread_once_t dtype_once = PTHREAD_ONCE_INIT;
+
+static void dtype_table_fill(void)
+{
+    dtype_entry_t *table = dtype_entries;
+    size_t k = 0;
+#define E(t, kd) table[k].type = (t); table[k].kind = (kd); ++k
+    E(MPI_SIGNED_CHAR, KIND_SINT); E(MPI_UNSIGNED_CHAR, KIND_UINT);
+    E(MPI_SHORT, KIND_SINT); E(MPI_UNSIGNED_SHORT, KIND_UINT);
+    E(MPI_INT, KIND_SINT); E(MPI_UNSIGNED, KIND_UINT);
+    E(MPI_LONG, KIND_SINT); E(MPI_UNSIGNED_LONG, KIND_UINT);
+    E(MPI_LONG_LONG_INT, KIND_SINT); E(MPI_UNSIGNED_LONG_LONG, KIND_UINT);
+    E(MPI_INT8_T, KIND_SINT); E(MPI_UINT8_T, KIND_UINT);
+    E(MPI_INT16_T, KIND_SINT); E(MPI_UINT16_T, KIND_UINT);
+    E(MPI_INT32_T, KIND_SINT); E(MPI_UINT32_T, KIND_UINT);
+    E(MPI_INT64_T, KIND_SINT); E(MPI_UINT64_T, KIND_UINT);
+    E(MPI_AINT, KIND_SINT); E(MPI_OFFSET, KIND_SINT); E(MPI_COUNT, KIND_SINT);
+    E(MPI_INTEGER, KIND_SINT); E(MPI_INTEGER1, KIND_SINT); E(MPI_INTEGER2, KIND_SINT);
+    E(MPI_INTEGER4, KIND_SINT); E(MPI_INTEGER8, KIND_SINT);
+    E(MPI_FLOAT, KIND_FLOAT); E(MPI_DOUBLE, KIND_FLOAT); E(MPI_LONG_DOUBLE, KIND_LDOUBLE);
+    E(MPI_REAL, KIND_FLOAT); E(MPI_DOUBLE_PRECISION, KIND_FLOAT);
+    E(MPI_REAL4, KIND_FLOAT); E(MPI_REAL8, KIND_FLOAT);
+    E(MPI_C_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_C_DOUBLE_COMPLEX, KIND_COMPLEX);
+    E(MPI_C_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
+    E(MPI_CXX_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_CXX_DOUBLE_COMPLEX, KIND_COMPLEX);
+    E(MPI_CXX_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
+    E(MPI_COMPLEX, KIND_COMPLEX); E(MPI_DOUBLE_COMPLEX, KIND_COMPLEX);
+    E(MPI_COMPLEX8, KIND_COMPLEX); E(MPI_COMPLEX16, KIND_COMPLEX);
+    E(MPI_C_BOOL, KIND_BOOL); E(MPI_CXX_BOOL, KIND_BOOL);
+    E(MPI_LOGICAL, KIND_LOGICAL); E(MPI_LOGICAL4, KIND_LOGICAL);
+    E(MPI_BYTE, KIND_BYTE);
+    E(MPI_FLOAT_INT, KIND_FLOAT_INT); E(MPI_2INT, KIND_2INT);
+#undef E
+    dtype_count = k;
+}
+
 static const dtype_entry_t *dtype_table(size_t *n)
 {
-    static const dtype_entry_t *table_ptr = NULL;
-    static dtype_entry_t table[64];
-    static size_t count = 0;
-    if (NULL == table_ptr) {
-        size_t k = 0;
-#define E(t, kd) table[k].type = (t); table[k].kind = (kd); ++k
-        E(MPI_SIGNED_CHAR, KIND_SINT); E(MPI_UNSIGNED_CHAR, KIND_UINT);
-        E(MPI_SHORT, KIND_SINT); E(MPI_UNSIGNED_SHORT, KIND_UINT);
-        E(MPI_INT, KIND_SINT); E(MPI_UNSIGNED, KIND_UINT);
-        E(MPI_LONG, KIND_SINT); E(MPI_UNSIGNED_LONG, KIND_UINT);
-        E(MPI_LONG_LONG_INT, KIND_SINT); E(MPI_UNSIGNED_LONG_LONG, KIND_UINT);
-        E(MPI_INT8_T, KIND_SINT); E(MPI_UINT8_T, KIND_UINT);
-        E(MPI_INT16_T, KIND_SINT); E(MPI_UINT16_T, KIND_UINT);
-        E(MPI_INT32_T, KIND_SINT); E(MPI_UINT32_T, KIND_UINT);
-        E(MPI_INT64_T, KIND_SINT); E(MPI_UINT64_T, KIND_UINT);
-        E(MPI_AINT, KIND_SINT); E(MPI_OFFSET, KIND_SINT); E(MPI_COUNT, KIND_SINT);
-        E(MPI_INTEGER, KIND_SINT); E(MPI_INTEGER1, KIND_SINT); E(MPI_INTEGER2, KIND_SINT);
-        E(MPI_INTEGER4, KIND_SINT); E(MPI_INTEGER8, KIND_SINT);
-        E(MPI_FLOAT, KIND_FLOAT); E(MPI_DOUBLE, KIND_FLOAT); E(MPI_LONG_DOUBLE, KIND_LDOUBLE);
-        E(MPI_REAL, KIND_FLOAT); E(MPI_DOUBLE_PRECISION, KIND_FLOAT);
-        E(MPI_REAL4, KIND_FLOAT); E(MPI_REAL8, KIND_FLOAT);
-        E(MPI_C_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_C_DOUBLE_COMPLEX, KIND_COMPLEX);
-        E(MPI_C_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
-        E(MPI_CXX_FLOAT_COMPLEX, KIND_COMPLEX); E(MPI_CXX_DOUBLE_COMPLEX, KIND_COMPLEX);
-        E(MPI_CXX_LONG_DOUBLE_COMPLEX, KIND_LDCOMPLEX);
-        E(MPI_COMPLEX, KIND_COMPLEX); E(MPI_DOUBLE_COMPLEX, KIND_COMPLEX);
-        E(MPI_COMPLEX8, KIND_COMPLEX); E(MPI_COMPLEX16, KIND_COMPLEX);
-        E(MPI_C_BOOL, KIND_BOOL); E(MPI_CXX_BOOL, KIND_BOOL);
-        E(MPI_LOGICAL, KIND_LOGICAL); E(MPI_LOGICAL4, KIND_LOGICAL);
-        E(MPI_BYTE, KIND_BYTE);
-        E(MPI_FLOAT_INT, KIND_FLOAT_INT); E(MPI_2INT, KIND_2INT);
-#undef E
-        count = k;
-        table_ptr = table;   /* benign race: every thread writes the same values */
-    }
-    *n = count;
-    return table_ptr;
+    (void) pthread_once(&dtype_once, dtype_table_fill);
+    *n = dtype_count;
+    return dtype_entries;
 }
 
 const char *mca_coll_strata_map_dtype(struct ompi_datatype_t *dt, strata_dtype_t *out)
@@ -187,23 +194,25 @@ const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_str
     return NULL;
 }
 
-/* Reasons are static strings: remember the ones already said (pointer compare). */
+/* Reasons are static strings: remember the ones already said (pointer compare),
+ * under a lock since threads of an MPI_THREAD_MULTIPLE job fall back concurrently. */
 #define STRATA_MAX_REASONS 64
 static const char *said_reasons[STRATA_MAX_REASONS];
 static int said_count = 0;
+static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int first_time(const char *why)
 {
-    int i;
-    for (i = 0; i < said_count; ++i) {
-        if (said_reasons[i] == why) {
-            return 0;
-        }
+    int i, first = 1;
+    pthread_mutex_lock(&said_lock);
+    for (i = 0; i < said_count && first; ++i) {
+        first = said_reasons[i] != why;
     }
-    if (said_count < STRATA_MAX_REASONS) {
+    if (first && said_count < STRATA_MAX_REASONS) {
         said_reasons[said_count++] = why;
     }
-    return 1;
+    pthread_mutex_unlock(&said_lock);
+    return first;
 }
 
 void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
@@ -226,26 +235,74 @@ void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *
     }
 }
 
-int mca_coll_strata_status_to_mpi(strata_status_t st, struct ompi_communicator_t *comm,
-                                  const char *coll)
+int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll)
 {
+    const char *detail;
     int err;
     switch (st) {
     case STRATA_OK:
     case STRATA_FALLBACK:
         return MPI_SUCCESS;
     case STRATA_ERR_ARG:         err = MPI_ERR_ARG; break;
+    case STRATA_ERR_BUFFER:      err = MPI_ERR_BUFFER; break;
+    case STRATA_ERR_TRUNCATE:    err = MPI_ERR_TRUNCATE; break;
     case STRATA_ERR_NOMEM:       err = MPI_ERR_NO_MEM; break;
     case STRATA_ERR_UNSUPPORTED: err = MPI_ERR_UNSUPPORTED_OPERATION; break;
+    case STRATA_ERR_PEER:
+    case STRATA_ERR_TIMEOUT:
+    case STRATA_ERR_BROKEN:      err = MPI_ERR_OTHER; break;
     case STRATA_ERR_SYS:
     case STRATA_ERR_COMM:
     case STRATA_ERR_DEVICE:
     case STRATA_ERR_INTERNAL:
     default:                     err = MPI_ERR_INTERN; break;
     }
-    opal_output(mca_coll_strata_component.output,
-                "coll:strata: %d: %s on communicator %s failed: strata status %d -> MPI error %d",
-                ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll,
-                comm->c_name, (int) st, err);
+    /* One line that says what was wrong, on every rank that returns an error (the
+     * communicator's error handler then decides what happens). */
+    detail = strata_team_last_error(m->team);
+    if (STRATA_ERR_BROKEN == st) {
+        opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) refused: an earlier call "
+                    "on it failed (%s); this communicator takes no more collectives",
+                    ompi_comm_rank(m->comm), coll, m->comm->c_name, (int) m->comm->c_contextid,
+                    '\0' != detail[0] ? detail : "see above");
+    } else {
+        opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) failed: %s",
+                    ompi_comm_rank(m->comm), coll, m->comm->c_name, (int) m->comm->c_contextid,
+                    '\0' != detail[0] ? detail : strata_status_name(st));
+    }
     return err;
+}
+
+int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
+                         strata_status_t st, const char *why)
+{
+    return mca_coll_strata_status_to_mpi(strata_fail_call(m->team, coll, st, why), m, name);
+}
+
+/* ---------------------------------------------------------------- packing */
+
+int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    if (0 == count || 0 == size) {
+        return MPI_SUCCESS;
+    }
+    if ((size_t) count * size > (size_t) INT_MAX) {
+        return MPI_ERR_COUNT;
+    }
+    return mca_coll_strata_pack_block(buf, count, dt, out, (int) ((size_t) count * size), MPI_BYTE);
+}
+
+int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dt, &size);
+    if (0 == count || 0 == size) {
+        return MPI_SUCCESS;
+    }
+    if ((size_t) count * size > (size_t) INT_MAX) {
+        return MPI_ERR_COUNT;
+    }
+    return mca_coll_strata_pack_block(in, (int) ((size_t) count * size), MPI_BYTE, buf, count, dt);
 }

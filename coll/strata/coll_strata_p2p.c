@@ -39,7 +39,7 @@ static int p2p_check(void *ctx, int peer, int tag, size_t bytes)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
     (void) bytes;
-    if (NULL == m || peer < 0 || peer >= ompi_comm_size(m->comm) || tag < 0 || tag >= STRATA_TAG_SPACE) {
+    if (NULL == m || peer < STRATA_ANY_SOURCE || peer >= ompi_comm_size(m->comm) || tag < 0 || tag >= STRATA_TAG_SPACE) {
         return STRATA_ERR_ARG;
     }
     return STRATA_OK;
@@ -52,6 +52,9 @@ static int mca_coll_strata_isend(void *ctx, const void *buf, size_t bytes, int p
     int rc = p2p_check(ctx, peer, tag, bytes);
     if (STRATA_OK != rc) {
         return rc;
+    }
+    if (peer < 0) {
+        return STRATA_ERR_ARG;
     }
     rc = MCA_PML_CALL(isend(buf, bytes, MPI_BYTE, peer, strata_tag(tag),
                             MCA_PML_BASE_SEND_STANDARD, m->comm, &r));
@@ -72,7 +75,8 @@ static int mca_coll_strata_irecv(void *ctx, void *buf, size_t bytes, int peer, i
     if (STRATA_OK != rc) {
         return rc;
     }
-    rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, peer, strata_tag(tag), m->comm, &r));
+    rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, STRATA_ANY_SOURCE == peer ? MPI_ANY_SOURCE : peer,
+                            strata_tag(tag), m->comm, &r));
     if (OMPI_SUCCESS != rc) {
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: irecv of %zu bytes from %d failed (%d)", bytes, peer, rc);
@@ -87,6 +91,7 @@ static int mca_coll_strata_irecv(void *ctx, void *buf, size_t bytes, int peer, i
 static int mca_coll_strata_test(void *ctx, void *req, int *done)
 {
     ompi_request_t *r = (ompi_request_t *) req;
+    ompi_status_public_t status;
     int completed = 0, rc;
     (void) ctx;
 
@@ -95,7 +100,7 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done)
         *done = 1;
         return STRATA_OK;
     }
-    rc = ompi_request_test(&r, &completed, MPI_STATUS_IGNORE);
+    rc = ompi_request_test(&r, &completed, &status);
     if (OMPI_SUCCESS != rc) {
         if (MPI_REQUEST_NULL != r) {
             (void) ompi_request_free(&r);
@@ -103,7 +108,8 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done)
         *done = 1;
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: point-to-point request failed (%d)", rc);
-        return STRATA_ERR_COMM;
+        /* A peer sent more than this rank posted: the ranks passed different sizes. */
+        return MPI_ERR_TRUNCATE == status.MPI_ERROR ? STRATA_ERR_TRUNCATE : STRATA_ERR_COMM;
     }
     if (completed) {
         if (MPI_REQUEST_NULL != r) {   /* persistent requests never come here */
@@ -114,11 +120,29 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done)
     return STRATA_OK;
 }
 
+/* A receive is cancelled and completed (so it never writes its buffer later); a send
+ * is freed, which lets it finish on its own (MPI_Request_free semantics). */
+static void mca_coll_strata_cancel(void *ctx, void *req, int is_recv)
+{
+    ompi_request_t *r = (ompi_request_t *) req;
+    (void) ctx;
+    if (NULL == r || MPI_REQUEST_NULL == r) {
+        return;
+    }
+    if (is_recv && !REQUEST_COMPLETE(r)) {
+        (void) ompi_request_cancel(r);
+        (void) ompi_request_wait(&r, MPI_STATUS_IGNORE);
+    }
+    if (MPI_REQUEST_NULL != r) {
+        (void) ompi_request_free(&r);
+    }
+}
+
 /* Agreement and allgather run by the module strata replaced (never by strata). */
-static int mca_coll_strata_agree_min(void *ctx, int *value)
+static int mca_coll_strata_agree_min(void *ctx, int *values, int n)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
-    int rc = m->prev.allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MIN, m->comm,
+    int rc = m->prev.allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, m->comm,
                                m->prev.allreduce_module);
     return OMPI_SUCCESS == rc ? STRATA_OK : STRATA_ERR_COMM;
 }
@@ -137,6 +161,7 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->isend = mca_coll_strata_isend;
     t->irecv = mca_coll_strata_irecv;
     t->test = mca_coll_strata_test;
+    t->cancel = mca_coll_strata_cancel;
     t->agree_min = mca_coll_strata_agree_min;
     t->allgather_int = mca_coll_strata_allgather_int;
     /* Whether the PML takes GPU memory: the build of Open MPI decides, the same on

@@ -13,7 +13,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int is_root = ompi_comm_rank(comm) == root;
-    const void *s = MPI_IN_PLACE == sbuf ? NULL : sbuf;
+    const void *s = MCA_COLL_STRATA_SBUF(sbuf);
     void *r = is_root ? rbuf : NULL;
     strata_dtype_t sdt;
     strata_op_t sop;
@@ -27,7 +27,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
     if (NULL == why) {
         strata_status_t st = strata_reduce(m->team, s, r, (size_t) count, sdt, sop, root);
         if (STRATA_FALLBACK != st) {
-            return mca_coll_strata_status_to_mpi(st, comm, "reduce");
+            return mca_coll_strata_status_to_mpi(st, m, "reduce");
         }
         why = mca_coll_strata_why_core_declined;
     }

@@ -21,19 +21,16 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     strata_op_t sop;
     uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
     const char *why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
-    if (NULL == why && 0 == total) {
-        why = "zero counts";
-    }
     if (NULL == why) {
         strata_status_t st;
         mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
-        st = strata_reduce_scatter(m->team, MPI_IN_PLACE == sbuf ? NULL : sbuf, rbuf, m->rs_counts,
+        st = strata_reduce_scatter(m->team, MCA_COLL_STRATA_SBUF(sbuf), rbuf, m->rs_counts,
                                    sdt, sop);
         if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
             mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * strata_dtype_size(sdt), before);
         }
         if (STRATA_FALLBACK != st) {
-            *rc = mca_coll_strata_status_to_mpi(st, m->comm, name);
+            *rc = mca_coll_strata_status_to_mpi(st, m, name);
             return NULL;
         }
         why = mca_coll_strata_why_core_declined;

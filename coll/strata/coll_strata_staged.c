@@ -103,13 +103,13 @@ static int stage_out(staged_t *s, int copy_back, int rc)
 
 static void say_staging(const char *coll)
 {
-    static int said = 0;
-    if (mca_coll_strata_component.verbose >= 2 || (mca_coll_strata_component.verbose >= 1 && !said)) {
+    static int said = 0;   /* once per process, whichever thread gets there first */
+    if (mca_coll_strata_component.verbose >= 2 ||
+        (mca_coll_strata_component.verbose >= 1 && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))) {
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: %d: %s: device buffers staged through host memory for the "
                     "previous component",
                     ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll);
-        said = 1;
     }
 }
 

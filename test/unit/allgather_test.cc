@@ -72,7 +72,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c, i
         for (size_t i = 0; i < cnt[r]; ++i) expect[dsp[r] + i] = value(r, i, call);
     for (size_t i = 0; i < cnt[rank]; ++i) send[i] = value(rank, i, call);
     if (c.in_place) memcpy(recv.data() + dsp[rank], send.data(), cnt[rank]);
-    const void *sbuf = c.in_place ? nullptr : send.data();
+    const void *sbuf = c.in_place ? STRATA_IN_PLACE : send.data();
     const strata_status_t st =
         c.shape == Shape::Uniform ? strata_allgather(team, sbuf, recv.data(), c.bytes)
                                   : strata_allgatherv(team, sbuf, recv.data(), cnt.data(), dsp.data());

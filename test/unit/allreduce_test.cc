@@ -37,7 +37,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     std::vector<T> send(c.count), recv(c.count, T(-99));
     for (size_t i = 0; i < c.count; ++i) send[i] = value<T>(rank, i, c.op);
     if (c.in_place) recv = send;
-    const strata_status_t st = strata_allreduce(team, c.in_place ? nullptr : send.data(), recv.data(),
+    const strata_status_t st = strata_allreduce(team, c.in_place ? STRATA_IN_PLACE : send.data(), recv.data(),
                                                 c.count, c.dtype, c.op);
     if (st != STRATA_OK) return "status " + std::to_string(st);
     return strata_test::first_mismatch(size, c.op, recv.data(), c.count);

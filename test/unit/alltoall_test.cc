@@ -73,7 +73,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
         for (int p = 0; p < size; ++p)
             for (size_t i = 0; i < c.unit; ++i) s[size_t(p) * c.unit + i] = byte(c, rank, p, i);
         if (c.in_place) r = s;
-        st = strata_alltoall(team, c.in_place ? nullptr : s.data(), r.data(), c.unit);
+        st = strata_alltoall(team, c.in_place ? STRATA_IN_PLACE : s.data(), r.data(), c.unit);
         if (st != STRATA_OK) return "status " + std::to_string(st);
         for (int p = 0; p < size; ++p)
             for (size_t i = 0; i < c.unit; ++i)
@@ -81,7 +81,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
                     return "from rank " + std::to_string(p) + " first wrong byte " + std::to_string(i);
         return "";
     }
-    st = strata_alltoallv(team, c.in_place ? nullptr : send.data(), sb.data(), sd.data(), recv.data(),
+    st = strata_alltoallv(team, c.in_place ? STRATA_IN_PLACE : send.data(), sb.data(), sd.data(), recv.data(),
                           rb.data(), rd.data());
     if (st != STRATA_OK) return "status " + std::to_string(st);
     for (int p = 0; p < size; ++p)

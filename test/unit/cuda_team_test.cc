@@ -34,7 +34,8 @@ struct Counting {
         return of(c).inner.irecv(of(c).inner.ctx, b, n, p, t, r);
     }
     static int test(void *c, void *r, int *d) { return of(c).inner.test(of(c).inner.ctx, r, d); }
-    static int agree_min(void *c, int *v) { return of(c).inner.agree_min(of(c).inner.ctx, v); }
+    static int agree_min(void *c, int *v, int n) { return of(c).inner.agree_min(of(c).inner.ctx, v, n); }
+    static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
     static int allgather_int(void *c, int v, int *all) {
         ++of(c).allgathers;
         return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
@@ -68,7 +69,7 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
         for (int call = 1; call <= kCalls; ++call) {
             if (rank == 1 && call == kRank1GetsGpuAt && !strata_test::make_gpu0_current(&err)) break;
             int v[4] = {rank + call, 1, rank, call};
-            if (strata_allreduce(team, nullptr, v, 4, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) {
+            if (strata_allreduce(team, STRATA_IN_PLACE, v, 4, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) {
                 err = "allreduce failed at call " + std::to_string(call);
                 break;
             }

@@ -106,7 +106,8 @@ struct Wrapper {
         delete r;
         return 0;
     }
-    static int agree_min(void *c, int *v) { return of(c).inner.agree_min(of(c).inner.ctx, v); }
+    static int agree_min(void *c, int *v, int n) { return of(c).inner.agree_min(of(c).inner.ctx, v, n); }
+    static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
     static int allgather_int(void *c, int v, int *all) {
         return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
     }

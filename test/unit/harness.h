@@ -36,6 +36,7 @@ public:
         t.isend = &isend;
         t.irecv = &irecv;
         t.test = &test;
+        t.cancel = &cancel;
         t.agree_min = &agree_min;
         t.allgather_int = &allgather_int;
         return t;
@@ -97,7 +98,7 @@ private:
             std::lock_guard<std::mutex> g(c->job->mu_);
             auto &box = c->job->boxes_[c->rank];
             for (auto it = box.begin(); it != box.end(); ++it) {
-                if (it->src != req->peer || it->tag != req->tag) continue;
+                if ((it->src != req->peer && req->peer != STRATA_ANY_SOURCE) || it->tag != req->tag) continue;
                 if (it->data.size() != req->bytes) {
                     delete req;
                     return -1;  // a schedule bug: sizes must match exactly
@@ -135,11 +136,15 @@ private:
             cv_.wait(g, [&] { return gen2_ != g2; });
         }
     }
-    static int agree_min(void *ctx, int *value) {
+    // Sends are eager here; a receive given up is simply forgotten.
+    static void cancel(void *, void *req, int) { delete static_cast<Req *>(req); }
+    static int agree_min(void *ctx, int *values, int n) {
         Ctx *c = static_cast<Ctx *>(ctx);
         std::vector<int> all(c->job->size_);
-        c->job->exchange(c->rank, *value, all.data());
-        for (int v : all) *value = v < *value ? v : *value;
+        for (int i = 0; i < n; ++i) {
+            c->job->exchange(c->rank, values[i], all.data());
+            for (int v : all) values[i] = v < values[i] ? v : values[i];
+        }
         return 0;
     }
     static int allgather_int(void *ctx, int value, int *all) {
@@ -168,6 +173,7 @@ strata_transport_t forwarding_transport(W *w, strata_transport_t base) {
     base.isend = &W::isend;
     base.irecv = &W::irecv;
     base.test = &W::test;
+    base.cancel = &W::cancel;
     base.agree_min = &W::agree_min;
     base.allgather_int = &W::allgather_int;
     return base;

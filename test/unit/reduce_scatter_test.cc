@@ -59,7 +59,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     if (c.in_place) recv = send;
     // A rank that gets nothing may pass NULL (not in place: MPI needs the input there).
     T *rbuf = recv.empty() ? nullptr : recv.data();
-    const strata_status_t st = strata_reduce_scatter(team, c.in_place ? nullptr : send.data(), rbuf,
+    const strata_status_t st = strata_reduce_scatter(team, c.in_place ? STRATA_IN_PLACE : send.data(), rbuf,
                                                      counts.data(), c.dtype, c.op);
     if (st != STRATA_OK) return "status " + std::to_string(st);
     const std::string wrong = strata_test::first_mismatch(size, c.op, recv.data(), n, lo);

@@ -38,7 +38,7 @@ std::string check_rank(strata_team_t *team, int rank, int size, const Call &c) {
     for (size_t i = 0; i < c.count; ++i) send[i] = value<T>(rank, i, c.op);
     const bool in_place = c.in_place && root;
     if (in_place) recv = send;
-    const strata_status_t st = strata_reduce(team, in_place ? nullptr : send.data(),
+    const strata_status_t st = strata_reduce(team, in_place ? STRATA_IN_PLACE : send.data(),
                                              root ? recv.data() : nullptr, c.count, c.dtype, c.op,
                                              c.root);
     if (st != STRATA_OK) return "status " + std::to_string(st);

@@ -37,11 +37,11 @@ std::vector<strata_status_t> one_allreduce(const std::vector<int> &keys, const c
         strata_team_t *team = nullptr;
         ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &team), STRATA_OK);
         int v = rank + 1;
-        st[rank] = strata_allreduce(team, nullptr, &v, 1, STRATA_INT32, STRATA_OP_SUM);
+        st[rank] = strata_allreduce(team, STRATA_IN_PLACE, &v, 1, STRATA_INT32, STRATA_OP_SUM);
         if (results) (*results)[rank] = v;
         // A team that fell back keeps falling back, without communicating.
         if (st[rank] == STRATA_FALLBACK) {
-            EXPECT_EQ(strata_allreduce(team, nullptr, &v, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_FALLBACK);
+            EXPECT_EQ(strata_allreduce(team, STRATA_IN_PLACE, &v, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_FALLBACK);
         }
         strata_team_destroy(team);
     });
@@ -82,11 +82,17 @@ TEST(Team, BadArguments) {
     strata_config_defaults(&cfg);
     ASSERT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_OK);
     int v = 1;
-    EXPECT_EQ(strata_allreduce(team, &v, nullptr, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_ERR_ARG);
+    // A NULL buffer is this rank's error (never "in place"); the team takes no more calls.
+    EXPECT_EQ(strata_allreduce(team, &v, nullptr, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_ERR_BUFFER);
+    EXPECT_NE(std::string(strata_team_last_error(team)).find("receive buffer is NULL"), std::string::npos);
+    EXPECT_EQ(strata_allreduce(team, STRATA_IN_PLACE, &v, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_ERR_BROKEN);
     // No kernel: the caller must fall back.
-    EXPECT_EQ(strata_allreduce(team, nullptr, &v, 1, STRATA_FLOAT, STRATA_OP_BXOR), STRATA_FALLBACK);
+    EXPECT_EQ(strata_allreduce(team, STRATA_IN_PLACE, &v, 1, STRATA_FLOAT, STRATA_OP_BXOR), STRATA_FALLBACK);
     strata_team_destroy(team);
     strata_team_destroy(nullptr);
+    ASSERT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_OK);
+    EXPECT_EQ(strata_allreduce(team, nullptr, &v, 1, STRATA_INT32, STRATA_OP_SUM), STRATA_ERR_BUFFER);
+    strata_team_destroy(team);
 }
 
 TEST(Tables, NamesForEveryAlgorithm) {

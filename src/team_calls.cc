@@ -1,0 +1,222 @@
+// src/team_calls.cc - one call of a team: its number, its end, its failure.
+//
+// Why a call can never spoil the next one, or hang on a rank that gave up:
+//  - Numbers. A call that runs a schedule has a number, the same on every rank
+//    (begin_call is reached on one rank exactly when on all). Its segment numbers
+//    start at number << 32 and its tags use slot number % kTagCalls, so what a call
+//    signals or sends depends on the call, not on how many segments earlier calls
+//    had on this rank. A rank that passed a different count cannot shift its peers'
+//    next call.
+//  - Ends. A rank whose schedule completed raises every flag to the last value of the
+//    call (end_call), so a peer still waiting in the same call (for segments this
+//    rank never had: a different count) is released, and finds the mismatch in the
+//    signatures node peers publish (kFlagSig): STRATA_ERR_TRUNCATE, not a silent
+//    wrong answer. The next call starts once every node peer has ended this one.
+//  - Failures. A rank that cannot finish a call (bad argument, out of memory, driver
+//    error, deadline) does not raise its flags: it writes the call's number into its
+//    kFlagFailed, which node peers read whenever they wait, and sends a notice to
+//    every rank on another node, which each rank keeps a receive posted for. A failed
+//    rank serves no later call (its peers may have left messages of the failed call
+//    in flight), so a notice of call n ends every call >= n on the rank that reads it.
+//    Nothing needs the deadline but a rank that stops without telling (a hung peer,
+//    or a different count across nodes): coll_strata_timeout bounds that wait.
+#include <cinttypes>
+#include <cstdio>
+
+#include "team.h"
+
+namespace strata {
+
+namespace {
+constexpr int kNoticeSub = 0;
+constexpr uint64_t kCallSpan = uint64_t(1) << 32;
+const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted, kFlagUser};
+}  // namespace
+
+std::string Team::where() const {
+    char b[96];
+    snprintf(b, sizeof b, "%s call %" PRIu64, strata_coll_name(coll_), call_seq_);
+    return b;
+}
+
+Status Team::begin_call(strata_coll_t coll, uint32_t sig) {
+    ++call_seq_;
+    seg_seq_ = call_base();
+    coll_ = coll;
+    sig_ = sig;
+    mapped_call_ = false;
+    last_error_.clear();
+    const int me = layout_.my_local();
+    __atomic_store_n(flag(me, kFlagSig), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
+    // A peer may have failed this call (or an earlier one it then never served).
+    return idle(sched_, {}, 0);
+}
+
+void Team::raise_flags(uint64_t value) {
+    const int me = layout_.my_local();
+    for (int which : kRaised) __atomic_store_n(flag(me, which), value, __ATOMIC_RELEASE);
+}
+
+Status Team::end_call() {
+    raise_flags(call_base() + kCallSpan - 1);
+    const int me = layout_.my_local();
+    for (int r = 0; r < layout_.my_local_size(); ++r) {
+        if (r == me) continue;
+        const uint64_t v = __atomic_load_n(flag(r, kFlagSig), __ATOMIC_ACQUIRE);
+        if ((v >> 32) == (call_seq_ & 0xffffffffu) && uint32_t(v) != sig_) {
+            last_error_ = where() + ": rank " + std::to_string(layout_.rank_at(layout_.my_node(), r)) +
+                          " passed a different count, datatype, op or root than this rank";
+            return STRATA_ERR_TRUNCATE;
+        }
+    }
+    return STRATA_OK;
+}
+
+Status Team::fail_call(Status st, const std::string &why) {
+    last_error_ = where() + ": " + why;
+    log(1, "%s", last_error_.c_str());
+    if (broken()) return st;
+    failed_call_ = call_seq_;
+    failure_ = last_error_;
+    if (setup_ == Setup::Ready) {
+        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call_seq_, __ATOMIC_RELEASE);
+        // Every rank on another node hears of it; node peers read the flag.
+        outgoing_ = Notice{call_seq_, rank_};
+        for (int r = 0; r < size_; ++r) {
+            if (layout_.node_of[size_t(r)] == layout_.my_node()) continue;
+            void *req = nullptr;
+            if (tp_.isend(tp_.ctx, &outgoing_, sizeof outgoing_, r, control_tag(kNoticeSub), &req) == 0)
+                notices_out_.push_back(req);
+        }
+    }
+    return st;
+}
+
+Status Team::peer_failure(uint64_t call, int rank, const char *how) {
+    char b[160];
+    snprintf(b, sizeof b, "rank %d (%s) failed in %s (%" PRIu64 "): this call ends with an error", rank, how,
+             call == call_seq_ ? "this call" : "an earlier call", call);
+    last_error_ = where() + ": " + b;
+    log(1, "%s", last_error_.c_str());
+    if (!broken()) {
+        failed_call_ = call_seq_;
+        failure_ = last_error_;
+        // Tell node peers too (the origin may be on another node).
+        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call_seq_, __ATOMIC_RELEASE);
+    }
+    return STRATA_ERR_PEER;
+}
+
+void Team::post_inbox() {
+    if (inbox_req_ != nullptr || layout_.nnodes() < 2 || tp_.cancel == nullptr) return;
+    if (tp_.irecv(tp_.ctx, &inbox_, sizeof inbox_, STRATA_ANY_SOURCE, control_tag(kNoticeSub), &inbox_req_) != 0) {
+        inbox_req_ = nullptr;
+        log(1, "cannot post the receive of failure notices: a failure on another node is only "
+               "bounded by coll_strata_timeout");
+    }
+}
+
+void Team::poll_inbox() {
+    while (inbox_req_ != nullptr) {
+        int done = 0;
+        if (tp_.test(tp_.ctx, inbox_req_, &done) != 0) {
+            inbox_req_ = nullptr;
+            return;
+        }
+        if (!done) return;
+        inbox_req_ = nullptr;
+        if (noticed_call_ == 0 || flag_reached(noticed_call_, inbox_.call + 1)) {
+            noticed_call_ = inbox_.call;
+            noticed_rank_ = int(inbox_.rank);
+        }
+        post_inbox();
+    }
+}
+
+void Team::close_inbox() {
+    if (inbox_req_ != nullptr && tp_.cancel) tp_.cancel(tp_.ctx, inbox_req_, 1);
+    inbox_req_ = nullptr;
+    for (void *r : notices_out_)
+        if (tp_.cancel) tp_.cancel(tp_.ctx, r, 0);
+    notices_out_.clear();
+}
+
+Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {
+    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
+    for (int r = 0; r < L; ++r) {
+        if (r == me) continue;
+        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
+        if (f != 0 && flag_reached(call_seq_, f)) return peer_failure(f, layout_.rank_at(node, r), "on this node");
+    }
+    poll_inbox();
+    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_))
+        return peer_failure(noticed_call_, noticed_rank_, "on another node");
+    if (cfg_.timeout <= 0 || stalled < cfg_.timeout) return STRATA_OK;
+
+    // The deadline: name the step waited in and the rank it waits for.
+    StepId id = waiting.empty() ? kNoStep : waiting[0];
+    for (StepId w : waiting) {
+        const StepInfo i = s.info(w);
+        if (i.flag != nullptr || i.peer >= 0) {
+            id = w;
+            break;
+        }
+    }
+    const StepInfo i = s.info(id);
+    char b[256];
+    if (i.flag != nullptr) {
+        static const char *const names[kFlagCount] = {"ready", "slice", "done", "posted",
+                                                      "user", "sig", "failed", "closed"};
+        int owner = -1, which = 0;
+        for (int r = 0; r < L && owner < 0; ++r)
+            for (int w = 0; w < kFlagCount; ++w)
+                if (flag(r, w) == i.flag) owner = layout_.rank_at(node, r), which = w;
+        // Flag values are (call << 32) + segment + 1: say them that way.
+        snprintf(b, sizeof b,
+                 "no progress for %.0f s (coll_strata_timeout): waiting in step %u for rank %d (its "
+                 "shared-memory flag '%s' is at call %" PRIu64 " step %" PRIu64 ", this rank needs call %" PRIu64
+                 " step %" PRIu64 ")",
+                 stalled, unsigned(id), owner, names[which], i.holds >> 32, i.holds & 0xffffffffu, i.value >> 32,
+                 i.value & 0xffffffffu);
+    } else {
+        snprintf(b, sizeof b,
+                 "no progress for %.0f s (coll_strata_timeout): waiting in step %u (%s of %zu bytes) for rank %d",
+                 stalled, unsigned(id), i.kind, i.bytes, i.peer);
+    }
+    return fail_call(STRATA_ERR_TIMEOUT, b);
+}
+
+Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, Status local,
+                        const std::string &why) {
+    // min of x and of ~x give min and max: all equal exactly where they agree.
+    const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
+    int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
+    if (tp_.agree_min(tp_.ctx, v, 7) != 0) return fail(STRATA_ERR_COMM, "coll_strata_check_args agreement");
+    char b[160];
+    if (local != STRATA_OK) {
+        snprintf(b, sizeof b, "%s: %s", strata_coll_name(coll), why.c_str());
+        last_error_ = b;
+        return local;
+    }
+    if (!v[0]) {
+        snprintf(b, sizeof b, "%s: another rank passed an invalid argument (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        last_error_ = b;
+        return STRATA_ERR_PEER;
+    }
+    if (v[1] != ~v[4] || v[2] != ~v[5]) {
+        snprintf(b, sizeof b, "%s: ranks passed different sizes (count x datatype) (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        last_error_ = b;
+        return STRATA_ERR_TRUNCATE;
+    }
+    if (v[3] != ~v[6]) {
+        snprintf(b, sizeof b, "%s: ranks passed different datatypes, ops or roots (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        last_error_ = b;
+        return STRATA_ERR_ARG;
+    }
+    return STRATA_OK;
+}
+
+}  // namespace strata
