@@ -40,9 +40,30 @@ void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t
 }
 }  // namespace
 
+// The size of a call as every rank sees it (alltoallv: 0, its sizes differ by rank).
+size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
+    size_t total = 0;
+    switch (coll) {
+        case STRATA_COLL_ALLGATHER:
+            for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+            return total;
+        case STRATA_COLL_REDUCE_SCATTER:
+            return a.count * strata_dtype_size(a.dtype);
+        case STRATA_COLL_ALLTOALL:
+            return a.uniform ? a.counts[0] * size_t(team.size()) : 0;
+        default:
+            return a.bytes();
+    }
+}
+
 // Every decision before begin_call depends only on agreed values (setup, settings,
 // type and op, size), so a call reaches begin_call on every rank or on none.
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
+    if (team.defer_setup(call_bytes(coll, team, args))) {
+        log(2, "%s: small call on a communicator not set up yet: handed back (coll_strata_lazy_calls)",
+            strata_coll_name(coll));
+        return STRATA_FALLBACK;
+    }
     Status st = team.ensure_setup();
     if (st != STRATA_OK) return st;
     const AlgorithmTable &table = algorithm_table(coll);
@@ -121,7 +142,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->ipc_cache_size = 64;
     cfg->timeout = 0;
     cfg->check_args = 0;
-    cfg->lazy_calls = 0;
+    cfg->lazy_calls = 0;  // the component registers 4 (coll_strata_lazy_calls); tests set up at once
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
@@ -353,19 +374,23 @@ strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *re
 }
 
 strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
-                                 const char *why) {
+                                 const char *why, size_t call_bytes) {
     if (!team || coll < 0 || coll >= STRATA_COLL_COUNT) return status;
     Team &t = *static_cast<Team *>(team);
+    // Arguments whose size is the call's, as its peers see it (call_bytes), so that
+    // every decision before the failure is theirs.
+    const size_t n = size_t(t.size());
+    std::vector<size_t> per(n, call_bytes / n);
+    per[0] += call_bytes % n;
     CollArgs a;
     a.local = status < 0 ? status : STRATA_ERR_ARG;
     a.why = why;
-    a.count = 1;
-    std::vector<size_t> ones(size_t(t.size()), 1);
-    a.counts = ones.data();
-    a.send_counts = ones.data();
+    a.count = call_bytes > 0 ? call_bytes : 1;
+    a.counts = per.data();
+    a.send_counts = per.data();
+    a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
     // Goes as far as its peers (setup, agreement), then fails the call for everyone.
-    const Status st = run_collective(t, coll, a);
-    return st == STRATA_FALLBACK ? a.local : st;
+    return run_collective(t, coll, a);
 }
 
 const char *strata_team_last_error(const strata_team_t *team) {

@@ -86,6 +86,12 @@ Staging &Team::staging() {
 // communicator on which not every rank had one is asked again at its 2nd, 4th, 8th,
 // ... call: the same calls on every rank, so the answer is agreed, at the cost of
 // one small allgather per doubling.
+bool Team::defer_setup(size_t call_bytes) {
+    if (setup_ != Setup::NotYet || call_bytes > cfg_.small_msg_size || lazy_seen_ >= cfg_.lazy_calls) return false;
+    ++lazy_seen_;
+    return true;
+}
+
 Status Team::ensure_setup() {
     ++setup_calls_;
     const bool ask_again = recheck_gpus_ && (setup_calls_ & (setup_calls_ - 1)) == 0;

@@ -33,6 +33,11 @@ public:
     // STRATA_OK when strata can run, STRATA_FALLBACK when every rank has agreed it
     // cannot (the reason was logged once), or an error.
     Status ensure_setup();
+    // A new team's first small calls (at most small_msg_size bytes, call_bytes as every
+    // rank sees it) go back to the previous component, up to coll_strata_lazy_calls of
+    // them, so that a communicator that lives for a few small calls costs no shared
+    // memory setup. True: hand this call back. The same answer on every rank.
+    bool defer_setup(size_t call_bytes);
 
     const Layout &layout() const { return layout_; }
     const strata_config_t &config() const { return cfg_; }
@@ -151,6 +156,7 @@ private:
     // Off: declined for now (no GPU anywhere, host buffers off); Failed: for good.
     enum class Setup { NotYet, Ready, Off, Failed } setup_ = Setup::NotYet;
     uint64_t setup_calls_ = 0;
+    int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
     Layout layout_;
     ShmChannel shm_;

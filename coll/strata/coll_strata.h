@@ -34,6 +34,7 @@ typedef struct mca_coll_strata_component_t {
     int ipc_cache_size;     /* peers' device buffers kept mapped per communicator; 0: off */
     double timeout;         /* seconds without progress before a call fails; 0: none */
     bool check_args;        /* agree size, type, op and root before every call */
+    int lazy_calls;         /* small calls a new communicator hands back before setup */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;
@@ -142,9 +143,10 @@ void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *
 int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll);
 /* This rank cannot take part in the call (bad arguments the core cannot see, such as
  * send and receive sizes that differ): fails it on every rank (strata_fail_call) and
- * returns the MPI error for this one. */
+ * returns the MPI error for this one. *served = 0 when the team hands the call back
+ * instead (the caller then falls back with its own arguments, as its peers do). */
 int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
-                         strata_status_t st, const char *why);
+                         strata_status_t st, const char *why, size_t call_bytes, int *served);
 /* count elements of dt at buf, packed into out (size x count bytes), and back; device
  * buffers go through host memory. MPI_ERR_COUNT above INT_MAX bytes. */
 int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out);

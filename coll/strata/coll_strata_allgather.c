@@ -74,7 +74,7 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
                          const int *disps, struct ompi_datatype_t *rdtype, int *served, int *now_in_place)
 {
     int i, n = ompi_comm_size(m->comm), rank = ompi_comm_rank(m->comm), most = 0, rc = MPI_SUCCESS;
-    size_t size = 0, total = 0, scratch;
+    size_t size = 0, total = 0, scratch, call_bytes = 0;
     ptrdiff_t lb = 0, extent = 0, lo = 0;
     size_t *bytes = malloc(2 * (size_t) n * sizeof(size_t)), *displs;
     char *packed = NULL, *base = (char *) rbuf;
@@ -85,11 +85,15 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
 
     *served = 1;
     *now_in_place = 0;
+    ompi_datatype_type_size(rdtype, &size);
+    for (i = 0; i < n; ++i) {
+        call_bytes += (size_t) rcounts[i] * size;
+    }
     if (NULL == bytes) {
-        return mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, STRATA_ERR_NOMEM, "no memory for the counts");
+        return mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, STRATA_ERR_NOMEM, "no memory for the counts",
+                                    call_bytes, served);
     }
     displs = bytes + n;
-    ompi_datatype_type_size(rdtype, &size);
     ompi_datatype_get_extent(rdtype, &lb, &extent);
     for (i = 0; i < n; ++i) {
         most = rcounts[i] > most ? rcounts[i] : most;
@@ -108,7 +112,7 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
         if (NULL == packed) {
             free(bytes);
             return mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, STRATA_ERR_NOMEM,
-                                        "no memory to pack a non-contiguous datatype");
+                                        "no memory to pack a non-contiguous datatype", call_bytes, served);
         }
         base = packed;
     } else {
@@ -127,7 +131,8 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
                     rdtype, recv_packed, NULL != base ? base + displs[rank] : NULL, bytes[rank], &core_sbuf,
                     &st);
     if (NULL != why) {
-        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, st, why);
+        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, st, why, call_bytes, served);
+        *now_in_place = 0;
     } else {
         uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
         const int variant = 0 != strcmp(name, "allgather");
@@ -164,9 +169,14 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     int *counts = malloc(2 * (size_t) n * sizeof(int));
     size_t size = 0;
 
+    ompi_datatype_type_size(rdtype, &size);
     if (NULL == counts) {
-        return mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, "allgather", STRATA_ERR_NOMEM,
-                                    "no memory for the counts");
+        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, "allgather", STRATA_ERR_NOMEM,
+                                  "no memory for the counts", size * (size_t) rcount * (size_t) n, &served);
+        if (served) {
+            return rc;
+        }
+        return mca_coll_strata_prev_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
     }
     for (i = 0; i < n; ++i) {
         counts[i] = rcount;
@@ -178,7 +188,6 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     if (served) {
         return rc;
     }
-    ompi_datatype_type_size(rdtype, &size);
     mca_coll_strata_log_fallback(comm, "allgather", size * (size_t) rcount * (size_t) n,
                                  mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_allgather(m, in_place ? MPI_IN_PLACE : sbuf, scount, sdtype, rbuf, rcount,

@@ -101,10 +101,17 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
     side_t s = { NULL, NULL, NULL, NULL, 0 }, r = { NULL, NULL, NULL, NULL, 0 };
     const char *why = NULL;
     strata_status_t st = STRATA_ERR_NOMEM;
+    size_t call_bytes = 0;   /* as every rank sees it: alltoallv has none */
 
     *served = 1;
+    if (uniform) {
+        size_t size = 0;
+        ompi_datatype_type_size(rdtype, &size);
+        call_bytes = (size_t) rcounts[0] * size * (size_t) n;
+    }
     if (NULL == v) {
-        return mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, name, STRATA_ERR_NOMEM, "no memory for the counts");
+        return mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, name, STRATA_ERR_NOMEM, "no memory for the counts",
+                                    call_bytes, served);
     }
     r.bytes = v + 2 * n;
     r.displs = v + 3 * n;
@@ -119,7 +126,7 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
         }
     }
     if (NULL != why) {
-        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, name, st, why);
+        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, name, st, why, call_bytes, served);
     } else {
         uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
         mca_coll_strata_calls_snapshot(m, STRATA_COLL_ALLTOALL, before);
@@ -156,8 +163,14 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     int *v = malloc(4 * (size_t) n * sizeof(int));
     size_t size = 0;
 
+    ompi_datatype_type_size(rdtype, &size);
     if (NULL == v) {
-        return mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, "alltoall", STRATA_ERR_NOMEM, "no memory for the counts");
+        rc = mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, "alltoall", STRATA_ERR_NOMEM, "no memory for the counts",
+                                  size * (size_t) rcount * (size_t) n, &served);
+        if (served) {
+            return rc;
+        }
+        return mca_coll_strata_prev_alltoall(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
     }
     for (i = 0; i < n; ++i) {
         v[i] = scount;
@@ -170,7 +183,6 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     if (served) {
         return rc;
     }
-    ompi_datatype_type_size(rdtype, &size);
     mca_coll_strata_log_fallback(comm, "alltoall", size * (size_t) rcount * (size_t) n,
                                  mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_alltoall(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);

@@ -20,7 +20,7 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
     size_t bytes = 0;
     char *packed = NULL;
     strata_status_t st;
-    int rc;
+    int rc, served = 1;
 
     if (NULL != mca_coll_strata_check_bytes(dtype, count, &bytes)) {
         ompi_datatype_type_size(dtype, &bytes);
@@ -28,15 +28,17 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
         if (bytes > 0 && NULL != buf) {
             packed = malloc(bytes);
             if (NULL == packed) {
-                return mca_coll_strata_fail(m, STRATA_COLL_BCAST, "bcast", STRATA_ERR_NOMEM,
-                                            "no memory to pack a non-contiguous datatype");
+                rc = mca_coll_strata_fail(m, STRATA_COLL_BCAST, "bcast", STRATA_ERR_NOMEM,
+                                          "no memory to pack a non-contiguous datatype", bytes, &served);
+                return served ? rc : mca_coll_strata_prev_bcast(m, buf, count, dtype, root);
             }
             rc = ompi_comm_rank(comm) == root ? mca_coll_strata_pack(buf, count, dtype, packed)
                                               : MPI_SUCCESS;
             if (MPI_SUCCESS != rc) {
                 free(packed);
-                return mca_coll_strata_fail(m, STRATA_COLL_BCAST, "bcast", STRATA_ERR_ARG,
-                                            "packing the datatype failed (more than 2 GiB?)");
+                rc = mca_coll_strata_fail(m, STRATA_COLL_BCAST, "bcast", STRATA_ERR_ARG,
+                                          "packing the datatype failed (more than 2 GiB?)", bytes, &served);
+                return served ? rc : mca_coll_strata_prev_bcast(m, buf, count, dtype, root);
             }
         }
     }

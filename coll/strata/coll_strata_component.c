@@ -56,6 +56,7 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .ipc_cache_size = 64,
     .timeout = 0,
     .check_args = false,
+    .lazy_calls = 4,
     .output = -1,
 };
 
@@ -155,6 +156,7 @@ static void check_ranges(void)
     clamp_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT);
     clamp_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT);
     clamp_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16);
+    clamp_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20);
     if (!(cs->timeout >= 0 && cs->timeout <= 1e7)) {   /* also catches NaN */
         char was[32];
         snprintf(was, sizeof was, "%g", cs->timeout);
@@ -279,6 +281,13 @@ static int mca_coll_strata_register(void)
         "reaches its peers at once whatever this is",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->timeout);
+    (void) mca_base_component_var_register(c, "lazy_calls",
+        "How many small calls (at most small_msg_size bytes) a new communicator hands to "
+        "the component strata replaced before strata sets up its shared memory (a larger "
+        "call sets it up at once). Communicators that live for a few small calls then "
+        "cost what they cost without strata; 0 sets up at the first call",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->lazy_calls);
     (void) mca_base_component_var_register(c, "check_args",
         "Before each collective, agree across the communicator on what MPI requires to "
         "match (count x datatype size, the datatype, op and root) and on every rank's "
@@ -350,6 +359,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
     cfg->check_args = cs->check_args ? 1 : 0;
+    cfg->lazy_calls = cs->lazy_calls;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

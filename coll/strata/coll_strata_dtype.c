@@ -274,9 +274,11 @@ int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *
 }
 
 int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
-                         strata_status_t st, const char *why)
+                         strata_status_t st, const char *why, size_t call_bytes, int *served)
 {
-    return mca_coll_strata_status_to_mpi(strata_fail_call(m->team, coll, st, why), m, name);
+    st = strata_fail_call(m->team, coll, st, why, call_bytes);
+    *served = STRATA_FALLBACK != st;
+    return mca_coll_strata_status_to_mpi(st, m, name);
 }
 
 /* ---------------------------------------------------------------- packing */
