@@ -93,6 +93,13 @@ const char *mca_coll_strata_map_op(struct ompi_op_t *op, strata_dtype_t dt, stra
 /* Reductions: predefined type with a kernel, predefined op with a kernel. */
 const char *mca_coll_strata_check_reduction(struct ompi_datatype_t *dt, struct ompi_op_t *op,
                                             strata_dtype_t *sdt, strata_op_t *sop);
+/* Reductions: as check_reduction, and also a derived datatype whose signature is one
+ * predefined type repeated (*per of them per element, *basic that type; *packed: the
+ * glue packs it, and hands the packed copy to the previous component too where
+ * strata declines, since Open MPI 4.1's own algorithms mishandle such types). */
+const char *mca_coll_strata_reduction_type(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                           strata_dtype_t *sdt, strata_op_t *sop, size_t *per,
+                                           int *packed, struct ompi_datatype_t **basic);
 /* Byte-moving collectives: count elements of dt form one gap-free block starting at
  * the buffer pointer; *bytes gets its size. */
 const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
@@ -151,6 +158,14 @@ int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const 
  * buffers go through host memory. MPI_ERR_COUNT above INT_MAX bytes. */
 int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out);
 int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt);
+/* Packed copies of a reduction's send and receive sides (malloc'ed, bytes each): in,
+ * count elements of dt, is packed into send. NULL when done, else why not (*st). The
+ * caller frees both. */
+typedef struct mca_coll_strata_packed {
+    char *send, *recv;
+} mca_coll_strata_packed_t;
+const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const void *in, int count,
+                                           struct ompi_datatype_t *dt, size_t bytes, strata_status_t *st);
 /* MPI_IN_PLACE as the core spells it. */
 #define MCA_COLL_STRATA_SBUF(sbuf) (MPI_IN_PLACE == (sbuf) ? STRATA_IN_PLACE : (sbuf))
 

@@ -173,6 +173,54 @@ const char *mca_coll_strata_check_reduction(struct ompi_datatype_t *dt, struct o
     return NULL != why ? why : mca_coll_strata_map_op(op, *sdt, sop);
 }
 
+/* A derived datatype whose signature is one predefined type repeated (vector,
+ * indexed, struct of one type, resized, subarray...) reduces as that type: the glue
+ * packs it (Open MPI's binding refuses such calls unless mpi_param_check is off).
+ * Decided from the signature alone, so every rank with the same signature decides
+ * alike whatever its layout. Pair types (MINLOC/MAXLOC) only as predefined types. */
+const char *mca_coll_strata_reduction_type(struct ompi_datatype_t *dt, struct ompi_op_t *op,
+                                           strata_dtype_t *sdt, strata_op_t *sop, size_t *per,
+                                           int *packed, struct ompi_datatype_t **basic)
+{
+    const dtype_entry_t *table;
+    size_t n, i, size = 0, bsize = 0;
+    uint32_t used;
+
+    *per = 1;
+    *packed = 0;
+    *basic = dt;
+    if (NULL == dt) {
+        return "invalid datatype";
+    }
+    if (ompi_datatype_is_predefined(dt)) {
+        return mca_coll_strata_check_reduction(dt, op, sdt, sop);
+    }
+    used = dt->super.bdt_used;
+    if (0 == used || 0 != (used & (used - 1))) {
+        return "derived datatype of more than one basic type";
+    }
+    table = dtype_table(&n);
+    for (i = 0; i < n; ++i) {
+        struct ompi_datatype_t *t = table[i].type;
+        if (table[i].kind != KIND_FLOAT_INT && table[i].kind != KIND_2INT &&
+            t->super.bdt_used == used && NULL == mca_coll_strata_check_reduction(t, op, sdt, sop)) {
+            break;
+        }
+    }
+    if (i == n) {
+        return "derived datatype of a basic type without a strata kernel for this op";
+    }
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_type_size(table[i].type, &bsize);
+    if (0 == bsize || 0 != size % bsize) {
+        return "derived datatype of a basic type without a strata kernel for this op";
+    }
+    *per = size / bsize;
+    *packed = 1;
+    *basic = table[i].type;
+    return NULL;
+}
+
 const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
                                         size_t *bytes)
 {
@@ -282,6 +330,29 @@ int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const 
 }
 
 /* ---------------------------------------------------------------- packing */
+
+/* Packed copies of a reduction's send and receive sides. */
+
+/* in: count elements of dt to pack into p->send (NULL: nothing, e.g. a non-root's
+ * receive side); bytes: size of each copy. NULL when done, else why not. */
+const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const void *in, int count, struct ompi_datatype_t *dt,
+                                  size_t bytes, strata_status_t *st)
+{
+    p->send = malloc(bytes);
+    p->recv = malloc(bytes);
+    *st = STRATA_ERR_NOMEM;
+    if (NULL == p->send || NULL == p->recv) {
+        return "no memory to pack a derived datatype";
+    }
+    if (NULL == in) {
+        *st = STRATA_ERR_BUFFER;
+        return "a buffer is NULL";
+    }
+    *st = STRATA_ERR_ARG;
+    return MPI_SUCCESS == mca_coll_strata_pack(in, count, dt, p->send) ? NULL
+                                                                         : "packing the datatype failed (more than 2 GiB?)";
+}
+
 
 int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out)
 {

@@ -8,11 +8,13 @@
 #include "coll_strata.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 
-/* Shared by both variants: m->rs_counts already holds the per-rank counts. */
+/* Shared by both variants: m->rs_counts already holds the per-rank counts (total in
+ * all). A derived datatype of one predefined type is packed (see coll_strata_allreduce.c). */
 static const char *try_strata(mca_coll_strata_module_t *m, const char *name, const void *sbuf,
                               void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               size_t total, int *rc)
@@ -20,21 +22,69 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     strata_dtype_t sdt;
     strata_op_t sop;
     uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
-    const char *why = mca_coll_strata_check_reduction(dtype, op, &sdt, &sop);
-    if (NULL == why) {
-        strata_status_t st;
-        mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
-        st = strata_reduce_scatter(m->team, MCA_COLL_STRATA_SBUF(sbuf), rbuf, m->rs_counts,
-                                   sdt, sop);
-        if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
-            mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * strata_dtype_size(sdt), before);
-        }
-        if (STRATA_FALLBACK != st) {
-            *rc = mca_coll_strata_status_to_mpi(st, m, name);
-            return NULL;
-        }
-        why = mca_coll_strata_why_core_declined;
+    size_t per = 1, size = 0, i, n = (size_t) ompi_comm_size(m->comm);
+    int packed = 0;
+    struct ompi_datatype_t *basic = dtype;
+    mca_coll_strata_packed_t p = { NULL, NULL };
+    const char *why;
+    strata_status_t st;
+
+    ompi_datatype_type_size(dtype, &size);
+    if (0 == total * size) {   /* the same on every rank: signatures match */
+        *rc = MPI_SUCCESS;
+        return NULL;
     }
+    why = mca_coll_strata_reduction_type(dtype, op, &sdt, &sop, &per, &packed, &basic);
+    if (NULL != why) {
+        return why;
+    }
+    if (packed) {
+        const char *bad = mca_coll_strata_pack_reduction(&p, MPI_IN_PLACE == sbuf ? rbuf : sbuf, (int) total, dtype,
+                                                         total * size, &st);
+        if (NULL != bad) {
+            int served;
+            free(p.send);
+            free(p.recv);
+            *rc = mca_coll_strata_fail(m, STRATA_COLL_REDUCE_SCATTER, name, st, bad, total * size, &served);
+            return served ? NULL : mca_coll_strata_why_core_declined;
+        }
+        for (i = 0; i < n; ++i) {
+            m->rs_counts[i] *= per;
+        }
+    }
+    mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
+    st = strata_reduce_scatter(m->team, packed ? p.send : MCA_COLL_STRATA_SBUF(sbuf), packed ? p.recv : rbuf,
+                               m->rs_counts, sdt, sop);
+    if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
+        mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * size, before);
+    }
+    if (STRATA_FALLBACK != st) {
+        *rc = mca_coll_strata_status_to_mpi(st, m, name);
+        if (packed && MPI_SUCCESS == *rc) {
+            *rc = mca_coll_strata_unpack(p.recv, rbuf, (int) (m->rs_counts[ompi_comm_rank(m->comm)] / per), dtype);
+        }
+        why = NULL;
+    } else {
+        why = mca_coll_strata_why_core_declined;
+        if (packed) {   /* the previous component gets the packed copy as the basic type */
+            int *counts = malloc(n * sizeof(int));
+            mca_coll_strata_log_fallback(m->comm, name, total * size, why);
+            *rc = MPI_ERR_NO_MEM;
+            if (NULL != counts) {
+                for (i = 0; i < n; ++i) {
+                    counts[i] = (int) m->rs_counts[i];
+                }
+                *rc = mca_coll_strata_prev_reduce_scatter(m, p.send, p.recv, counts, basic, op);
+                free(counts);
+            }
+            if (MPI_SUCCESS == *rc) {
+                *rc = mca_coll_strata_unpack(p.recv, rbuf, (int) (m->rs_counts[ompi_comm_rank(m->comm)] / per), dtype);
+            }
+            why = NULL;
+        }
+    }
+    free(p.send);
+    free(p.recv);
     return why;
 }
 
