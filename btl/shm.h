@@ -28,8 +28,7 @@ enum ShmFlag : int {
     kFlagSlice = 1,   // the part of the result I own is final
     kFlagDone = 2,    // I no longer read anyone's region for this segment
     kFlagPosted = 3,  // buffer exchange of call n (team.h): base+1 my mailbox holds my buffer, base+2 I mapped yours
-    kFlagUser = 4,    // free for algorithm-specific use
-    kFlagSig = 5,     // the call I am in: (call number mod 2^32) << 32 | a hash of its size, type, op, root
+    kFlagSig = 4,     // 4 + call % 2: (call number mod 2^32) << 32 | a hash of its size, type, op, root
     kFlagFailed = 6,  // the first call I failed in (0: none); I take no call after it
     kFlagClosed = 7,  // team teardown: I no longer map my peers' GPU regions (a count of tries)
     kFlagCount = 8

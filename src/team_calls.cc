@@ -30,7 +30,10 @@ namespace strata {
 namespace {
 constexpr int kNoticeSub = 0;
 constexpr uint64_t kCallSpan = uint64_t(1) << 32;
-const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted, kFlagUser};
+const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted};
+// Signatures of consecutive calls go to two flags, so that a rank one call ahead does
+// not hide the signature of the call its slower peer is checking.
+int sig_flag(uint64_t call) { return kFlagSig + int(call % 2); }
 }  // namespace
 
 std::string Team::where() const {
@@ -47,7 +50,7 @@ Status Team::begin_call(strata_coll_t coll, uint32_t sig) {
     mapped_call_ = false;
     last_error_.clear();
     const int me = layout_.my_local();
-    __atomic_store_n(flag(me, kFlagSig), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
+    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
     return idle(sched_, {}, 0);
 }
@@ -62,7 +65,7 @@ Status Team::end_call() {
     const int me = layout_.my_local();
     for (int r = 0; r < layout_.my_local_size(); ++r) {
         if (r == me) continue;
-        const uint64_t v = __atomic_load_n(flag(r, kFlagSig), __ATOMIC_ACQUIRE);
+        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
         if ((v >> 32) == (call_seq_ & 0xffffffffu) && uint32_t(v) != sig_) {
             last_error_ = where() + ": rank " + std::to_string(layout_.rank_at(layout_.my_node(), r)) +
                           " passed a different count, datatype, op or root than this rank";
@@ -166,7 +169,7 @@ Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double 
     char b[256];
     if (i.flag != nullptr) {
         static const char *const names[kFlagCount] = {"ready", "slice", "done", "posted",
-                                                      "user", "sig", "failed", "closed"};
+                                                      "sig", "sig", "failed", "closed"};
         int owner = -1, which = 0;
         for (int r = 0; r < L && owner < 0; ++r)
             for (int w = 0; w < kFlagCount; ++w)

@@ -1,0 +1,144 @@
+// test/unit/call_test.cc - one call of a team: numbering, failure, deadline, agreement.
+//
+// Thread ranks over the in-process transport, node keys giving two nodes of two
+// ranks (0,1 | 2,3) unless said otherwise. Each test shows what a rank's peers see
+// when one rank goes wrong, and that the next call is exact or refused, never wrong.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "strata.h"
+
+namespace {
+
+struct Ranks {
+    std::vector<strata_status_t> st;
+    std::vector<std::string> err;
+};
+
+// Runs body(rank, team) on thread ranks with the given node keys.
+template <class Body>
+Ranks on_teams(const std::vector<int> &keys, const Body &body, double timeout = 0, int check_args = 0) {
+    const int size = int(keys.size());
+    strata_test::ThreadJob job(size);
+    Ranks out{std::vector<strata_status_t>(size, STRATA_ERR_INTERNAL), std::vector<std::string>(size)};
+    job.run([&](int rank) {
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.timeout = timeout;
+        cfg.check_args = check_args;
+        strata_transport_t tp = job.transport(rank);
+        strata_team_t *team = nullptr;
+        ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &team), STRATA_OK);
+        out.st[rank] = body(rank, team);
+        out.err[rank] = strata_team_last_error(team);
+        strata_team_destroy(team);
+    });
+    return out;
+}
+
+strata_status_t sum(strata_team_t *team, int rank, size_t n, int size, int *wrong) {
+    std::vector<int> v(n, rank + 1);
+    const strata_status_t st = strata_allreduce(team, STRATA_IN_PLACE, v.data(), n, STRATA_INT32, STRATA_OP_SUM);
+    *wrong = 0;
+    for (int x : v) *wrong += x != size * (size + 1) / 2;
+    return st;
+}
+
+const std::vector<int> kTwoNodes{0, 0, 2, 2};
+
+TEST(Call, NullBufferFailsTheCallOnEveryRankAndTheTeamRefusesMore) {
+    const Ranks r = on_teams(kTwoNodes, [](int rank, strata_team_t *team) {
+        int wrong = 0;
+        EXPECT_EQ(sum(team, rank, 100, 4, &wrong), STRATA_OK);  // set up, all present
+        std::vector<int> v(100, 1);
+        const strata_status_t st =
+            strata_allreduce(team, STRATA_IN_PLACE, rank == 0 ? nullptr : v.data(), 100, STRATA_INT32, STRATA_OP_SUM);
+        EXPECT_EQ(sum(team, rank, 100, 4, &wrong), STRATA_ERR_BROKEN) << "rank " << rank;
+        return st;
+    });
+    EXPECT_EQ(r.st[0], STRATA_ERR_BUFFER);
+    for (int k = 1; k < 4; ++k) {
+        EXPECT_EQ(r.st[k], STRATA_ERR_PEER) << "rank " << k;
+        EXPECT_NE(r.err[k].find("failed"), std::string::npos) << r.err[k];
+    }
+    // Node peer by the shared flag, the other node by a notice from rank 0.
+    EXPECT_NE(r.err[1].find("on this node"), std::string::npos) << r.err[1];
+    EXPECT_NE(r.err[2].find("rank 0 (on another node)"), std::string::npos) << r.err[2];
+}
+
+TEST(Call, DifferentCountOnANodeIsTruncateAndTheNextCallIsExact) {
+    const Ranks r = on_teams({0, 0}, [](int rank, strata_team_t *team) {
+        std::vector<int> v(200000, 1);
+        const strata_status_t st = strata_allreduce(team, STRATA_IN_PLACE, v.data(), rank == 0 ? 100000 : 200000,
+                                                    STRATA_INT32, STRATA_OP_SUM);
+        int wrong = 0;
+        EXPECT_EQ(sum(team, rank, 1000, 2, &wrong), STRATA_OK) << "rank " << rank;
+        EXPECT_EQ(wrong, 0) << "rank " << rank;
+        return st;
+    });
+    EXPECT_EQ(r.st[0], STRATA_ERR_TRUNCATE);
+    EXPECT_EQ(r.st[1], STRATA_ERR_TRUNCATE);
+}
+
+TEST(Call, DeadlineNamesTheRankWaitedFor) {
+    const Ranks r = on_teams(
+        kTwoNodes,
+        [](int rank, strata_team_t *team) {
+            int wrong = 0;
+            EXPECT_EQ(sum(team, rank, 100000, 4, &wrong), STRATA_OK);
+            if (rank == 3) usleep(2500 * 1000);
+            return sum(team, rank, 100000, 4, &wrong);
+        },
+        0.5);
+    // Whoever waits longest for rank 3 (its node peer, or a rail peer) times out and
+    // names it; every other rank hears of that failure: nobody returns OK.
+    int timed_out = 0;
+    for (int k = 0; k < 3; ++k) {
+        if (r.st[k] != STRATA_ERR_TIMEOUT) continue;
+        ++timed_out;
+        EXPECT_NE(r.err[k].find("for rank 3"), std::string::npos) << r.err[k];
+    }
+    EXPECT_GE(timed_out, 1);
+    for (int k = 0; k < 4; ++k) EXPECT_NE(r.st[k], STRATA_OK) << "rank " << k << ": " << r.err[k];
+}
+
+TEST(Call, CheckArgsAgreesBeforeAnythingMovesAndKeepsTheTeam) {
+    const Ranks r = on_teams(
+        kTwoNodes,
+        [](int rank, strata_team_t *team) {
+            std::vector<int> v(64, 1);
+            const strata_status_t st =
+                strata_allreduce(team, STRATA_IN_PLACE, v.data(), rank == 2 ? 32 : 64, STRATA_INT32, STRATA_OP_SUM);
+            EXPECT_EQ(strata_allreduce(team, STRATA_IN_PLACE, v.data(), 64, STRATA_INT32, STRATA_OP_MAX), STRATA_OK);
+            // A bad argument is agreed too: this rank's error, an error everywhere, nothing broken.
+            EXPECT_NE(strata_allreduce(team, STRATA_IN_PLACE, rank == 1 ? nullptr : v.data(), 64, STRATA_INT32,
+                                       STRATA_OP_SUM),
+                      STRATA_OK);
+            int wrong = 0;
+            EXPECT_EQ(sum(team, rank, 64, 4, &wrong), STRATA_OK);
+            EXPECT_EQ(wrong, 0);
+            return st;
+        },
+        0, 1);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(r.st[k], STRATA_ERR_TRUNCATE) << "rank " << k;
+}
+
+TEST(Call, ManyCallsNumberedAlikeStayExact) {
+    // More calls than tag slots: tags and flags come from the call number, not counts.
+    const Ranks r = on_teams(kTwoNodes, [](int rank, strata_team_t *team) {
+        int wrong = 0, total = 0;
+        for (int i = 0; i < 1100; ++i) {
+            if (sum(team, rank, size_t(1 + i % 7), 4, &wrong) != STRATA_OK) return STRATA_ERR_INTERNAL;
+            total += wrong;
+        }
+        return total == 0 ? STRATA_OK : STRATA_ERR_INTERNAL;
+    });
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(r.st[k], STRATA_OK) << "rank " << k;
+}
+
+}  // namespace
