@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "btl/ipc_cache.h"
 #include "mem/classify.h"
 #include "mem/cuda_domain.h"
 #include "strata_device.h"
@@ -150,6 +151,9 @@ Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *hos
 }
 
 Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
+    // Every call passes here first (api.cc): this thread's previous call has ended, so
+    // the IPC mappings it used may be closed for an overlapping allocation.
+    IpcCache::thread_call_begins();
     active_ = false;
     out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;

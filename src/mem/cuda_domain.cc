@@ -190,6 +190,10 @@ public:
         memcpy(raw.reserved, h.bytes, sizeof raw.reserved);
         cu::CUdeviceptr dp = 0;
         const cu::CUresult rc = d_.IpcOpenMemHandle(&dp, raw, cu::IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (rc == cu::ERROR_ALREADY_MAPPED) {  // a stale mapping in the way: the IPC cache retries
+            log(2, "%s: %s", name_, d_.error("cuIpcOpenMemHandle", rc).c_str());
+            return STRATA_ERR_DEVICE;
+        }
         if (rc != cu::SUCCESS) return device_error("cuIpcOpenMemHandle", rc);
         *p = reinterpret_cast<void *>(dp);
         return STRATA_OK;

@@ -42,7 +42,9 @@
 //    allocations are device memory that legacy CUDA IPC cannot share
 //    (IS_LEGACY_CUDA_IPC_CAPABLE 0, cuIpcGetMemHandle fails).
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
-// process open its own IPC handles (see cuIpcOpenMemHandle). FAKECUDA_STATS_FILE
+// process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
+// an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
+// stderr. FAKECUDA_STATS_FILE
 // gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
 // absent on purpose: a caller fails at dlsym instead of running on a silent stub. The
 // CUDA runtime (cudaLaunchKernel and friends) does not work on it.
@@ -518,6 +520,10 @@ CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
         if (it->second.kind == Kind::Ipc && --it->second.refs > 0) return OK;
         r = it->second;
         if (r.kind == Kind::Ipc) g().ipc_open.erase(r.key);
+        if (r.kind == Kind::Ipc && env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+            std::fprintf(stderr, "fakecuda: unmapped buffer %llu\n", r.key.second);
+        if (r.kind == Kind::Device && env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+            std::fprintf(stderr, "fakecuda: freed buffer %llu\n", r.id);
         g().ranges.erase(it);
         if (counts_as_device(r.kind)) fakecuda::devmem_add(r.dev, -dev_pages(r.size));
     }
@@ -1084,8 +1090,13 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
     // it was freed, and the driver still holds its mapping.
     for (auto &kv : g().ipc_open) {
         const Range &old = g().ranges[kv.second];
-        if (kv.first.first == (long)h.pid && old.peer_start < h.start + h.size && h.start < old.peer_start + old.size)
+        if (kv.first.first == (long)h.pid && old.peer_start < h.start + h.size && h.start < old.peer_start + old.size) {
+            if (env_int("FAKECUDA_VERBOSE", 0, 0, 2))
+                std::fprintf(stderr, "fakecuda: cuIpcOpenMemHandle of buffer %llu [%#llx, +%llu): buffer %llu "
+                             "[%#lx, +%zu) of that process is still mapped here\n", h.id, h.start, h.size,
+                             kv.first.second, (unsigned long)old.peer_start, old.size);
             return E_ALREADY_MAPPED;
+        }
     }
     int fd = open_peer_fd(h.pid, h.fd);
     if (fd < 0) return E_MAP_FAILED;
@@ -1099,6 +1110,8 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
     g().ranges[(uintptr_t)va] = Range{Kind::Ipc, h.size, ms, shadow, -1, g().next_id++, tl_ctx->dev, 1, key,
                                       (uintptr_t)h.start};
     g().ipc_open[key] = (uintptr_t)va;
+    if (env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+        std::fprintf(stderr, "fakecuda: mapped buffer %llu [%#llx, +%llu) of pid %lld\n", h.id, h.start, h.size, h.pid);
     *pdptr = (CUdeviceptr)va;
     return OK;
 }
@@ -1172,7 +1185,7 @@ FAKECUDA_API CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
     if (CUresult rc = ready(true, pm != nullptr && image != nullptr)) return rc;
     std::string why;
     if (CUresult rc = fakecuda::image_loadable(image, kComputeCapability, driver_version(), &why)) {
-        if (env_int("FAKECUDA_VERBOSE", 0, 0, 1)) std::fprintf(stderr, "fakecuda: cuModuleLoadData: %s\n", why.c_str());
+        if (env_int("FAKECUDA_VERBOSE", 0, 0, 2)) std::fprintf(stderr, "fakecuda: cuModuleLoadData: %s\n", why.c_str());
         return rc;
     }
     std::unique_ptr<CUmod_st> m(new CUmod_st{tl_ctx, {}});
