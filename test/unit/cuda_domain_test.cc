@@ -357,6 +357,31 @@ TEST_F(CudaDomainTest, TicketsCompleteOutOfOrderPolls) {
 }
 
 // The fake driver's counts (test/fakecuda/fakecuda.h), or false on a real driver.
+bool fake_counts(struct fakecuda_stats *s);
+
+// A CPU-only job on a GPU node: classifying buffers and asking whether a GPU context
+// is current never initialise the driver (cuInit) themselves. In a fresh process.
+TEST(ClassifyTest, NeverInitialisesTheDriverItself) {
+    struct fakecuda_stats s {};
+    if (!fake_counts(&s)) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr || dlsym(lib, "fakecuda_stats") == nullptr) GTEST_SKIP() << "needs the fake driver";
+    }
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            int on_stack = 0;
+            const bool host = strata::classify(&on_stack) == MemKind::Host;
+            const bool avail = strata::cuda_available();
+            const bool ctx = strata::cuda_context_current();
+            struct fakecuda_stats c {};
+            const bool counted = fake_counts(&c);
+            fprintf(stderr, "host %d available %d context %d inited %llu\n", host, avail, ctx, c.inited);
+            exit(host && avail && !ctx && counted && c.inited == 0 ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "inited 0");
+}
+
 bool fake_counts(struct fakecuda_stats *s) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     auto fn = lib ? reinterpret_cast<int (*)(struct fakecuda_stats *)>(dlsym(lib, "fakecuda_stats")) : nullptr;
