@@ -166,9 +166,6 @@ public:
         if (st == STRATA_OK && out != dst) st = enqueue_copy(dst, out, bytes);
         give_scratch(scratch);  // later users queue after this work on the same stream
         if (st != STRATA_OK) return st;
-        if (odd(dst) || pieces > (acc_needed ? 1u : 0u))
-            log(3, "%s reduce: operands not aligned for %s went through aligned scratch", name_,
-                strata_dtype_name(dtype));
         return record(t);
     }
 
@@ -218,7 +215,6 @@ public:
         long long peak = u.peak_bytes.load();
         while (now > peak && !u.peak_bytes.compare_exchange_weak(peak, now)) {
         }
-        log(3, "%s: cuMemAlloc %zu bytes (%lld live)", name_, bytes, now);
         return STRATA_OK;
     }
 
