@@ -38,7 +38,7 @@ constexpr size_t kScratchAlign = 256;
 // strata's own use of GPU memory (cuda_usage()).
 struct Usage {
     std::atomic<long long> device_allocs{0}, device_bytes{0}, peak_bytes{0}, ipc_mapped{0}, pinned_host{0},
-        allocs_total{0};
+        allocs_total{0}, scratch_bytes{0};
     std::mutex mu;
     std::map<void *, size_t> sizes;  // live device allocations
 };
@@ -51,9 +51,9 @@ void report_usage() {
     const CudaUsage u = cuda_usage();
     std::fprintf(stderr,
                  "strata cuda usage: pid=%ld device_allocs=%lld device_bytes=%lld peak_bytes=%lld ipc_mapped=%lld "
-                 "pinned_host=%lld allocs_total=%lld\n",
+                 "pinned_host=%lld allocs_total=%lld scratch_bytes=%lld\n",
                  (long)getpid(), u.device_allocs, u.device_bytes, u.peak_bytes, u.ipc_mapped, u.pinned_host,
-                 u.allocs_total);
+                 u.allocs_total, u.scratch_bytes);
 }
 
 // The alignment a kernel's loads of dtype need (alignof its element type).
@@ -344,6 +344,14 @@ private:
         while (n < bytes) n *= 2;
         void *v = nullptr;
         STRATA_CHECK(alloc(n, &v));
+        Usage &u = usage();  // counted apart: kept for reuse for the life of the process
+        {
+            std::lock_guard<std::mutex> g(u.mu);
+            u.sizes.erase(v);
+        }
+        --u.device_allocs;
+        u.device_bytes -= (long long)n;
+        u.scratch_bytes += (long long)n;
         std::lock_guard<std::mutex> g(scratch_mu_);
         *p = static_cast<char *>(v);
         scratch_size_[*p] = n;
@@ -555,8 +563,8 @@ std::string cuda_driver_mismatch(int v) {
 
 CudaUsage cuda_usage() {
     Usage &u = usage();
-    return CudaUsage{u.device_allocs.load(), u.device_bytes.load(), u.peak_bytes.load(),
-                     u.ipc_mapped.load(),    u.pinned_host.load(),  u.allocs_total.load()};
+    return CudaUsage{u.device_allocs.load(), u.device_bytes.load(), u.peak_bytes.load(), u.ipc_mapped.load(),
+                     u.pinned_host.load(),   u.allocs_total.load(), u.scratch_bytes.load()};
 }
 
 }  // namespace strata
@@ -576,7 +584,7 @@ int cuda_driver_needed() { return 0; }
 
 std::string cuda_driver_mismatch(int) { return ""; }
 
-CudaUsage cuda_usage() { return CudaUsage{0, 0, 0, 0, 0, 0}; }
+CudaUsage cuda_usage() { return CudaUsage{0, 0, 0, 0, 0, 0, 0}; }
 
 }  // namespace strata
 

@@ -42,12 +42,15 @@ int cuda_driver_needed();
 std::string cuda_driver_mismatch(int driver_version);
 
 // What strata itself holds of the GPU's memory, process-wide (device allocations of
-// the CUDA domains: stage regions, staging, scratch; IPC mappings of peers' memory),
-// so that a leak check measures strata, not the device. With STRATA_CUDA_REPORT set
-// (to anything but 0), one line of it goes to stderr at exit:
-//   strata cuda usage: pid=N device_allocs=A device_bytes=B peak_bytes=P ipc_mapped=M pinned_host=H allocs_total=T
+// the CUDA domains: stage regions, staging; IPC mappings of peers' memory; the
+// reduction scratch pool apart, as it is kept for reuse), so that a leak check
+// measures strata, not the device (which other processes share). With
+// STRATA_CUDA_REPORT set (to anything but 0), one line of it goes to stderr at exit:
+//   strata cuda usage: pid=N device_allocs=A device_bytes=B peak_bytes=P ipc_mapped=M
+//   pinned_host=H allocs_total=T scratch_bytes=S
+// After every communicator is freed, A, B, M and H are 0 unless strata leaked.
 struct CudaUsage {
-    long long device_allocs, device_bytes, peak_bytes, ipc_mapped, pinned_host, allocs_total;
+    long long device_allocs, device_bytes, peak_bytes, ipc_mapped, pinned_host, allocs_total, scratch_bytes;
 };
 CudaUsage cuda_usage();
 
