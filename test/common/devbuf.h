@@ -40,8 +40,11 @@ int devbuf_to_host(void *dst, const void *src, size_t bytes);
 int devbuf_dev_to_dev(void *dst, const void *src, size_t bytes);
 int devbuf_sync(void);
 
-/* Bytes of device memory in use on the GPU (total - free, all processes), or 0
- * when unknown (also before devbuf_init). */
+/* Bytes of device memory this process holds, on the fake driver (its own count);
+ * on a real one the driver has no per-process figure, so total - free of the GPU (all
+ * processes, in 2 MiB pages, memory kept alive by peers' IPC mappings included: a
+ * leak check on it fails falsely when ranks share a GPU; strata's own count,
+ * STRATA_CUDA_REPORT, is the one to trust). 0 when unknown (also before devbuf_init). */
 size_t devbuf_used_bytes(void);
 
 #endif
