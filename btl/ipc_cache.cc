@@ -287,7 +287,11 @@ void IpcCache::evict_to(size_t n) {
 }
 
 void IpcCache::clear() {
+    // A team goes between calls: what this thread's last call pinned, in whichever
+    // cache, is no longer in use either (a thread that waits in one team's release for
+    // a peer must not keep that peer from mapping a buffer of another team).
     table().end(this);
+    table().thread_begins();
     while (!lru_.empty()) close(lru_.begin());
     std::memset(exports_, 0, sizeof exports_);
     next_export_ = 0;
