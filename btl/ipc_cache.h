@@ -7,7 +7,22 @@
 // peer's process, so an address the peer freed and got back from a new allocation is
 // never taken for the old one. When such a new allocation shows up at an address
 // already cached, the old mapping is closed at once (its memory is gone for the
-// peer). The cache holds at most `capacity` mappings (or, if one call needs more, as
+// peer).
+//
+// The mappings themselves are shared by every cache of the process (one table, keyed
+// by domain and handle), as the driver keeps one mapping per allocation and process:
+// two communicators that map the same peer buffer hold one mapping. A new allocation
+// of a peer can overlap a freed one at another start; the driver then refuses to map
+// it (CUDA_ERROR_ALREADY_MAPPED) while the old mapping is open, in whichever
+// communicator holds it. So a failed open first closes this cache's mappings of that
+// peer that no running call uses and tries again; then closes every mapping of the
+// domain that no running call of any cache uses (a holder maps again when it next
+// needs one) and tries once more; then fails, and the caller copies instead. A ref
+// carries no allocation size, so which old mapping overlaps is not known: closing
+// more than needed costs only a later re-open (UCX closes overlapping regions, then
+// its whole cache; Open MPI clears its cache).
+//
+// The cache holds at most `capacity` mappings (or, if one call needs more, as
 // many as that call maps, until a later call makes room) and closes the least recently
 // used one to make room, never a mapping the current call uses; it closes everything
 // when the team goes (DESIGN.md, principle 10). While open, a mapping keeps a freed
@@ -24,6 +39,7 @@
 #include <list>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "common.h"
 #include "mem/domain.h"
@@ -36,8 +52,8 @@ public:
         uint64_t hits = 0, misses = 0, evicted = 0, stale = 0;
     };
 
-    IpcCache() = default;
-    ~IpcCache() { clear(); }
+    IpcCache();
+    ~IpcCache();
     IpcCache(const IpcCache &) = delete;
     IpcCache &operator=(const IpcCache &) = delete;
 
@@ -46,8 +62,17 @@ public:
     size_t capacity() const { return capacity_; }
     bool enabled() const { return capacity_ > 0; }
 
-    // A new call: mappings used from here on are not evicted until the next one.
-    void begin_call() { ++stamp_; }
+    // A new call: mappings used from here on are not evicted (by this cache or any
+    // other) until the next one.
+    void begin_call();
+    // The current call no longer reads what it mapped (its schedule completed): other
+    // caches may close those mappings when an overlapping allocation needs the room.
+    // Optional: without it a call's mappings count as in use until this cache's next
+    // call, or the next call of another cache on the same thread.
+    void end_call();
+    // The calling thread starts a new collective, so its previous (blocking) one has
+    // ended: what that call pinned, in whichever cache, is no longer in use.
+    static void thread_call_begins();
     // This rank's buffer p as its peers map it (describe + memoised handle).
     Status describe(MemDomain &dom, const void *p, IpcRef *ref);
     // Where peer `peer`'s buffer ref is in this process: its mapping + ref.offset.
@@ -58,15 +83,18 @@ public:
     size_t size() const { return lru_.size(); }
     const Stats &stats() const { return stats_; }
 
+    struct Mapping;  // one open of one handle in this process, shared (ipc_cache.cc)
+
 private:
     using Key = std::tuple<int, uint64_t, uint64_t>;  // peer, base, buffer id
     struct Entry {
         Key key;
-        MemDomain *dom;
-        char *mapped;
+        Mapping *m;
         uint64_t used;  // stamp of the last call that used it
     };
     void close(std::list<Entry>::iterator it);
+    // Closes peer's mappings that the current call does not use; how many.
+    size_t close_idle(int peer);
     void evict_to(size_t n);  // closes least recently used entries of earlier calls
 
     size_t capacity_ = 0;

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 
+#include "btl/ipc_cache.h"
 #include "mem/classify.h"
 #include "mem/cuda_domain.h"
 #include "strata_device.h"
@@ -150,6 +152,9 @@ Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *hos
 }
 
 Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
+    // Every call passes here first (api.cc): this thread's previous call has ended, so
+    // the IPC mappings it used may be closed for an overlapping allocation.
+    IpcCache::thread_call_begins();
     active_ = false;
     out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;
@@ -214,4 +219,73 @@ extern "C" int strata_device_copy(void *dst, const void *src, size_t bytes) {
     Ticket t;
     if (dom->copy(dst, src, bytes, &t) != STRATA_OK || wait_ticket(*dom, &t) != STRATA_OK) return -1;
     return 0;
+}
+
+// Page-locked host memory for the glue's fallback staging (coll_strata_staged.c): a few
+// grow-only buffers kept between calls, so that staging a device buffer for the
+// previous component costs no allocation, and its copies run at full speed and
+// asynchronously, which pageable malloc'ed memory does not allow.
+namespace {
+
+struct HostStage {
+    std::mutex mu;
+    struct Buf {
+        strata::MemDomain *dom;
+        char *p;
+        size_t bytes;
+        bool used;
+    };
+    std::vector<Buf> bufs;
+    static constexpr size_t kKeep = 4;  // buffers kept; more in use at once are freed on return
+};
+
+HostStage &host_stage() {
+    static HostStage *h = new HostStage;  // never destroyed: pinned memory goes with the process
+    return *h;
+}
+
+}  // namespace
+
+extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes) {
+    using namespace strata;
+    MemDomain *dom = nullptr;
+    if (device_domain(device_buf, &dom) != STRATA_OK || dom == nullptr) return nullptr;
+    HostStage &h = host_stage();
+    std::lock_guard<std::mutex> g(h.mu);
+    for (HostStage::Buf &b : h.bufs) {
+        if (!b.used && b.bytes >= bytes) {
+            b.used = true;
+            return b.p;
+        }
+    }
+    size_t n = 64 << 10;
+    while (n < bytes) n *= 2;
+    for (auto it = h.bufs.begin(); it != h.bufs.end(); ++it) {  // a smaller free one makes room
+        if (!it->used) {
+            it->dom->release_host(it->p);
+            h.bufs.erase(it);
+            break;
+        }
+    }
+    void *p = nullptr;
+    if (dom->alloc_host(n, &p) != STRATA_OK) return nullptr;
+    h.bufs.push_back(HostStage::Buf{dom, static_cast<char *>(p), n, true});
+    return p;
+}
+
+extern "C" void strata_host_stage_put(void *p) {
+    HostStage &h = host_stage();
+    std::lock_guard<std::mutex> g(h.mu);
+    size_t free_bufs = 0;
+    for (const HostStage::Buf &b : h.bufs) free_bufs += !b.used;
+    for (auto it = h.bufs.begin(); it != h.bufs.end(); ++it) {
+        if (it->p != p) continue;
+        if (free_bufs >= HostStage::kKeep) {
+            it->dom->release_host(it->p);
+            h.bufs.erase(it);
+        } else {
+            it->used = false;
+        }
+        return;
+    }
 }

@@ -18,6 +18,8 @@ static_assert((long)MEMHOSTALLOC_PORTABLE == (long)CU_MEMHOSTALLOC_PORTABLE, "cu
 static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "cuda.h mismatch");
 static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
 static_assert((long)ERROR_NO_DEVICE == (long)CUDA_ERROR_NO_DEVICE, "cuda.h mismatch");
+static_assert((long)ERROR_NOT_INITIALIZED == (long)CUDA_ERROR_NOT_INITIALIZED, "cuda.h mismatch");
+static_assert((long)ERROR_ALREADY_MAPPED == (long)CUDA_ERROR_ALREADY_MAPPED, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_READY == (long)CUDA_ERROR_NOT_READY, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_FOUND == (long)CUDA_ERROR_NOT_FOUND, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_MEMORY_TYPE == (long)CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "cuda.h mismatch");

@@ -43,7 +43,9 @@ enum : unsigned {
 };
 // For the memory domain (src/mem): pointer attributes and their values.
 enum : int {
+    ERROR_NOT_INITIALIZED = 3,
     ERROR_NO_DEVICE = 100,
+    ERROR_ALREADY_MAPPED = 208,
     ERROR_NOT_FOUND = 500,
     ERROR_NOT_READY = 600,
     POINTER_ATTR_MEMORY_TYPE = 2,

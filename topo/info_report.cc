@@ -1,6 +1,8 @@
 // info_report.cc - gather and render strata-info's report; see info_report.h.
 #include "topo/info_report.h"
 
+#include <cstdlib>
+
 #include "topo/json_writer.h"
 
 #include <cstdarg>
@@ -8,6 +10,20 @@
 
 namespace strata {
 namespace topo {
+
+namespace {
+
+// The oldest driver that runs this build's kernels: the toolkit's major release (a
+// CUDA 13 nvcc writes PTX ISA 9.x and cubins that only a 13.x driver loads).
+int driver_needed(const BuildInfo &b) { return std::atoi(b.cuda_version.c_str()) * 1000; }
+
+std::string driver_needed_text(const BuildInfo &b) {
+    const int v = driver_needed(b);
+    const char *branch = v >= 13000 ? "r580" : v >= 12000 ? "r525" : v >= 11000 ? "r450" : "";
+    return ">= " + cuda_version_string(v) + (*branch ? std::string(", ") + branch + "+" : std::string());
+}
+
+}  // namespace
 
 std::string human_bytes(uint64_t b) {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -80,8 +96,10 @@ std::string render_table(const Report &r) {
     o += "strata-info " + b.strata_version + "\n\n";
     o += "Build\n";
     o += fmt("  %-22s %s\n", "strata", b.strata_version.c_str());
-    o += fmt("  %-22s %s\n", "CUDA support", b.cuda ? ("yes (toolkit " + b.cuda_version + ")").c_str()
-                                                     : "no (built without CUDA; GPU paths disabled)");
+    o += fmt("  %-22s %s\n", "CUDA support",
+             b.cuda ? ("yes (toolkit " + b.cuda_version + "; kernels need a CUDA driver " + driver_needed_text(b) + ")")
+                          .c_str()
+                    : "no (built without CUDA; GPU paths disabled)");
     o += fmt("  %-22s built %s, running %s\n", "hwloc", b.hwloc_compile.c_str(), b.hwloc_runtime.c_str());
     o += fmt("  %-22s built %s, running %s\n", "UCX", b.ucx_compile.empty() ? "without" : b.ucx_compile.c_str(),
              r.ucx.version.empty() ? "none" : r.ucx.version.c_str());
@@ -111,6 +129,11 @@ std::string render_table(const Report &r) {
     } else {
         o += fmt("  driver %s, MPS %s\n", cuda_version_string(r.cuda.driver_version).c_str(),
                  r.mps.running ? ("running (" + r.mps.pipe_dir + ")").c_str() : "not running");
+        if (b.cuda && r.cuda.driver_version > 0 && r.cuda.driver_version < driver_needed(b))
+            o += fmt("  driver %s is older than this build needs (%s): strata's GPU path is off; rebuild with a CUDA "
+                     "%d toolkit or update the driver\n",
+                     cuda_version_string(r.cuda.driver_version).c_str(), driver_needed_text(b).c_str(),
+                     r.cuda.driver_version / 1000);
         if (!r.cuda.note.empty()) o += "  " + r.cuda.note + "\n";
         if (!r.node.gpus.empty())
             o += fmt("  %-4s %-28s %10s %4s %-13s %4s %-10s %s\n", "idx", "name", "memory", "cc", "pci", "numa",
@@ -206,6 +229,7 @@ std::string render_json(const Report &r) {
     w.end_array().end_object();
 
     w.key("cuda").begin_object().kb("driver_found", r.cuda.driver_found)
+        .kv_or_null("driver_needed", r.build.cuda ? cuda_version_string(driver_needed(r.build)) : std::string())
         .kv_or_null("driver_version", cuda_version_string(r.cuda.driver_version)).kv("note", r.cuda.note)
         .key("mps").begin_object().kb("running", r.mps.running).kv("pipe_dir", r.mps.pipe_dir).end_object()
         .key("nvml").begin_object().kb("found", r.nvml.found).kv("note", r.nvml.note).end_object()

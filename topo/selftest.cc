@@ -243,6 +243,9 @@ bool gpu_exporter_one(Side &s, cu::Driver &d, int dev, const SelftestOptions &o)
     STEP(d.CtxSetCurrent(ctx), "cuCtxSetCurrent");
     STEP(d.MemAlloc(&buf, o.gpu_bytes), "cuMemAlloc");
     STEP(d.MemcpyHtoD(buf, host.data(), o.gpu_bytes), "cuMemcpyHtoD");
+    // From pageable memory the copy may return once the bytes are staged, before the
+    // DMA lands; the importer's stream is not ordered after ours: wait for it.
+    STEP(d.StreamSynchronize(nullptr), "cuStreamSynchronize");
     STEP(d.IpcGetMemHandle(&m.mem, buf), "cuIpcGetMemHandle");
     STEP(d.StreamCreate(&stream, cu::STREAM_NON_BLOCKING), "cuStreamCreate");
     STEP(d.EventCreate(&ev, cu::EVENT_INTERPROCESS | cu::EVENT_DISABLE_TIMING), "cuEventCreate");

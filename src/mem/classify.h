@@ -16,7 +16,9 @@ struct Driver;
 
 // The process's CUDA driver table (topo/cuda_api.h), loaded and cuInit'ed once,
 // shared by classify() and the CUDA domain; nullptr with *why when the node has no
-// driver or no GPU.
+// driver or no GPU. The one call here that initialises the driver: for a caller that
+// wants a GPU domain. The others below never run cuInit themselves; they see the
+// driver once the application (or a domain) has initialised it.
 const topo::cu::Driver *cuda_driver(std::string *why = nullptr);
 
 // One cuPointerGetAttributes call (the driver is loaded and initialised once, on the
@@ -31,7 +33,8 @@ MemKind classify(const void *ptr, int *device = nullptr);
 // cudaSetDevice chose); -1 when no context is current.
 int current_device();
 
-// true once the driver loaded and cuInit found a GPU (triggers that first use).
+// true when the driver library loads and, if initialised, found a GPU: a GPU context
+// may yet come (loads the library; no cuInit).
 bool cuda_available();
 // true when, besides, a CUDA context is current on the calling thread (the
 // application has chosen its GPU).

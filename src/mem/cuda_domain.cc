@@ -11,12 +11,20 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <type_traits>
 #include <vector>
+
+#include <unistd.h>
+
+#include <cuda.h>  // CUDA_VERSION: the toolkit this build's kernels come from
 
 #include "mem/classify.h"
 #include "mem/cuda_kernels.h"
+#include "mem/ops.h"
 #include "topo/cuda_api.h"
 
 namespace strata {
@@ -25,6 +33,38 @@ namespace {
 namespace cu = topo::cu;
 constexpr int kMaxDevices = 64;
 constexpr size_t kMaxBlocks = 4096;  // per launch; the kernels loop over the rest
+constexpr size_t kScratchAlign = 256;
+
+// strata's own use of GPU memory (cuda_usage()).
+struct Usage {
+    std::atomic<long long> device_allocs{0}, device_bytes{0}, peak_bytes{0}, ipc_mapped{0}, pinned_host{0},
+        allocs_total{0}, scratch_bytes{0};
+    std::mutex mu;
+    std::map<void *, size_t> sizes;  // live device allocations
+};
+Usage &usage() {
+    static Usage *u = new Usage;  // never destroyed: the exit report reads it
+    return *u;
+}
+
+void report_usage() {
+    const CudaUsage u = cuda_usage();
+    std::fprintf(stderr,
+                 "strata cuda usage: pid=%ld device_allocs=%lld device_bytes=%lld peak_bytes=%lld ipc_mapped=%lld "
+                 "pinned_host=%lld allocs_total=%lld scratch_bytes=%lld\n",
+                 (long)getpid(), u.device_allocs, u.device_bytes, u.peak_bytes, u.ipc_mapped, u.pinned_host,
+                 u.allocs_total, u.scratch_bytes);
+}
+
+// The alignment a kernel's loads of dtype need (alignof its element type).
+size_t elem_align(strata_dtype_t dtype) {
+    size_t a = 1;
+    dispatch_type(dtype, [&](auto *tp) {
+        using T = std::remove_pointer_t<decltype(tp)>;
+        if constexpr (!std::is_void<T>::value) a = alignof(T);
+    });
+    return a;
+}
 
 class CudaDomain final : public MemDomain {
 public:
@@ -88,18 +128,43 @@ public:
         STRATA_CHECK(scope.status());
         cu::CUfunction f = nullptr;
         STRATA_CHECK(kernel(k, &f));
-        // A source that only a later launch reads must not be overwritten by an earlier
-        // one: then the partial folds go to scratch and only the last launch writes dst.
-        void *scratch = nullptr;
-        for (int j = kern::kMaxSrcs; j < nsrc && scratch == nullptr; ++j)
-            if (srcs[j] == dst) STRATA_CHECK(alloc(count * strata_dtype_size(dtype), &scratch));
-        Status st = fold(f, k, dst, scratch, srcs, nsrc, count);
-        if (scratch != nullptr) {
-            // Rare (the algorithms reduce into a buffer of their own): wait, then free.
-            const cu::CUresult rc = d_.StreamSynchronize(stream_);
-            if (rc != cu::SUCCESS && st == STRATA_OK) st = device_error("cuStreamSynchronize", rc);
-            release(scratch);
+        const size_t bytes = count * strata_dtype_size(dtype), align = elem_align(dtype);
+        auto odd = [align](const void *p) { return reinterpret_cast<uintptr_t>(p) % align != 0; };
+        // Scratch pieces: one per misaligned source, one for a misaligned dst, one for
+        // the partial folds when a source that only a later launch reads is dst (it
+        // must not be overwritten by an earlier launch).
+        const size_t piece = (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+        size_t pieces = odd(dst) ? 1 : 0;
+        bool acc_needed = false;
+        for (int j = 0; j < nsrc; ++j) {
+            pieces += odd(srcs[j]);
+            acc_needed = acc_needed || (j >= kern::kMaxSrcs && srcs[j] == dst);
         }
+        pieces += acc_needed;
+        if (pieces == 0) {
+            STRATA_CHECK(fold(f, k, dst, nullptr, srcs, nsrc, count));
+            return record(t);
+        }
+        char *scratch = nullptr;
+        STRATA_CHECK(take_scratch(pieces * piece, &scratch));
+        char *next = scratch;
+        std::vector<const void *> in(srcs, srcs + nsrc);
+        Status st = STRATA_OK;
+        for (int j = 0; j < nsrc && st == STRATA_OK; ++j) {
+            if (!odd(srcs[j])) continue;
+            st = enqueue_copy(next, srcs[j], bytes);  // copy engines take any alignment
+            in[size_t(j)] = next;
+            next += piece;
+        }
+        void *out = dst;
+        if (odd(dst)) {
+            out = next;
+            next += piece;
+        }
+        void *acc = acc_needed ? next : nullptr;
+        if (st == STRATA_OK) st = fold(f, k, out, acc, in.data(), nsrc, count);
+        if (st == STRATA_OK && out != dst) st = enqueue_copy(dst, out, bytes);
+        give_scratch(scratch);  // later users queue after this work on the same stream
         if (st != STRATA_OK) return st;
         return record(t);
     }
@@ -132,12 +197,24 @@ public:
         Scope scope(*this);
         STRATA_CHECK(scope.status());
         cu::CUdeviceptr dp = 0;
-        const cu::CUresult rc = d_.MemAlloc(&dp, bytes ? bytes : 256);
+        if (bytes == 0) bytes = 256;
+        const cu::CUresult rc = d_.MemAlloc(&dp, bytes);
         if (rc != cu::SUCCESS) {
             log(0, "%s", d_.error("cuMemAlloc", rc).c_str());
             return STRATA_ERR_NOMEM;
         }
         *p = reinterpret_cast<void *>(dp);
+        Usage &u = usage();
+        {
+            std::lock_guard<std::mutex> g(u.mu);
+            u.sizes[*p] = bytes;
+        }
+        ++u.device_allocs;
+        ++u.allocs_total;
+        const long long now = u.device_bytes += (long long)bytes;
+        long long peak = u.peak_bytes.load();
+        while (now > peak && !u.peak_bytes.compare_exchange_weak(peak, now)) {
+        }
         return STRATA_OK;
     }
 
@@ -147,6 +224,13 @@ public:
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFree(reinterpret_cast<cu::CUdeviceptr>(p));
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFree", rc).c_str());
+        Usage &u = usage();
+        std::lock_guard<std::mutex> g(u.mu);
+        auto it = u.sizes.find(p);
+        if (it == u.sizes.end()) return;
+        --u.device_allocs;
+        u.device_bytes -= (long long)it->second;
+        u.sizes.erase(it);
     }
 
     Status alloc_host(size_t bytes, void **p) override {
@@ -160,6 +244,7 @@ public:
             *p = nullptr;
             return STRATA_ERR_NOMEM;
         }
+        ++usage().pinned_host;
         return STRATA_OK;
     }
 
@@ -169,6 +254,7 @@ public:
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFreeHost(p);
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFreeHost", rc).c_str());
+        --usage().pinned_host;
     }
 
     Status ipc_export(void *base, IpcHandle *h) override {
@@ -190,8 +276,13 @@ public:
         memcpy(raw.reserved, h.bytes, sizeof raw.reserved);
         cu::CUdeviceptr dp = 0;
         const cu::CUresult rc = d_.IpcOpenMemHandle(&dp, raw, cu::IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (rc == cu::ERROR_ALREADY_MAPPED) {  // a stale mapping in the way: the IPC cache retries
+            log(2, "%s: %s", name_, d_.error("cuIpcOpenMemHandle", rc).c_str());
+            return STRATA_ERR_DEVICE;
+        }
         if (rc != cu::SUCCESS) return device_error("cuIpcOpenMemHandle", rc);
         *p = reinterpret_cast<void *>(dp);
+        ++usage().ipc_mapped;
         return STRATA_OK;
     }
 
@@ -223,9 +314,56 @@ public:
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.IpcCloseMemHandle(reinterpret_cast<cu::CUdeviceptr>(p));
         if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuIpcCloseMemHandle", rc).c_str());
+        --usage().ipc_mapped;
     }
 
 private:
+    Status enqueue_copy(void *dst, const void *src, size_t bytes) {
+        const cu::CUresult rc = d_.MemcpyAsync(reinterpret_cast<cu::CUdeviceptr>(dst),
+                                               reinterpret_cast<cu::CUdeviceptr>(src), bytes, stream_);
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuMemcpyAsync", rc);
+    }
+
+    // Device scratch of at least bytes, from the pool (allocated only when no free
+    // buffer is large enough). All work is on stream_, in order, so a buffer given
+    // back right after its work was queued may serve the next caller at once.
+    Status take_scratch(size_t bytes, char **p) {
+        {
+            std::lock_guard<std::mutex> g(scratch_mu_);
+            auto best = scratch_free_.end();
+            for (auto it = scratch_free_.begin(); it != scratch_free_.end(); ++it)
+                if (it->second >= bytes && (best == scratch_free_.end() || it->second < best->second)) best = it;
+            if (best != scratch_free_.end()) {
+                *p = best->first;
+                scratch_size_[*p] = best->second;
+                scratch_free_.erase(best);
+                return STRATA_OK;
+            }
+        }
+        size_t n = 64 << 10;
+        while (n < bytes) n *= 2;
+        void *v = nullptr;
+        STRATA_CHECK(alloc(n, &v));
+        Usage &u = usage();  // counted apart: kept for reuse for the life of the process
+        {
+            std::lock_guard<std::mutex> g(u.mu);
+            u.sizes.erase(v);
+        }
+        --u.device_allocs;
+        u.device_bytes -= (long long)n;
+        u.scratch_bytes += (long long)n;
+        std::lock_guard<std::mutex> g(scratch_mu_);
+        *p = static_cast<char *>(v);
+        scratch_size_[*p] = n;
+        return STRATA_OK;
+    }
+    void give_scratch(char *p) {
+        std::lock_guard<std::mutex> g(scratch_mu_);
+        auto it = scratch_size_.find(p);
+        scratch_free_.emplace_back(p, it->second);
+        scratch_size_.erase(it);
+    }
+
     // Queues the launches of kernel f (kKernels[k]) that fold srcs into dst: the first
     // takes srcs[0..kMaxSrcs), each further one the partial result and up to
     // kMaxSrcs - 1 more sources, so the order stays MPI's left to right. The partial
@@ -356,6 +494,9 @@ private:
     bool load_failed_ = false;
     std::atomic<cu::CUfunction> fns_[kern::kNumKernels] = {};
     std::atomic<bool> describe_failed_{false};
+    std::mutex scratch_mu_;
+    std::vector<std::pair<char *, size_t>> scratch_free_;  // kept for the life of the process
+    std::map<char *, size_t> scratch_size_;                // taken
 };
 
 }  // namespace
@@ -377,7 +518,21 @@ MemDomain *cuda_domain(int device, std::string *why) {
         *why = "no GPU " + std::to_string(device) + " (" + std::to_string(ndev) + " present)";
         return nullptr;
     }
+    static bool reported = false;
+    if (getenv("STRATA_CUDA_REPORT") != nullptr && strcmp(getenv("STRATA_CUDA_REPORT"), "0") != 0 && !reported) {
+        reported = true;
+        atexit(report_usage);
+    }
     if (domains[device] == nullptr && failed[device].empty()) {
+        int version = 0;
+        if (d->DriverGetVersion(&version) != topo::cu::SUCCESS) version = 0;
+        failed[device] = cuda_driver_mismatch(version);
+        if (!failed[device].empty()) {
+            static std::atomic<bool> said{false};
+            if (!said.exchange(true)) log(0, "%s", failed[device].c_str());
+            *why = failed[device];
+            return nullptr;
+        }
         auto *dom = new CudaDomain(*d, device);
         if (dom->init(&failed[device])) {
             domains[device] = dom;
@@ -392,6 +547,26 @@ MemDomain *cuda_domain(int device, std::string *why) {
 
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op) { return kern::kernel_index(dtype, op) >= 0; }
 
+int cuda_driver_needed() { return CUDA_VERSION / 1000 * 1000; }
+
+std::string cuda_driver_mismatch(int v) {
+    const int need = cuda_driver_needed();
+    if (v >= need) return "";
+    char line[256];
+    snprintf(line, sizeof line,
+             "GPU path off: the CUDA driver is %d.%d, this build's kernels need %d.0 or newer (built with CUDA %d.%d; "
+             "a %d.x driver is r%s+); device buffers are staged through host memory",
+             v / 1000, v % 1000 / 10, need / 1000, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10, need / 1000,
+             need >= 13000 ? "580" : need >= 12000 ? "525" : "450");
+    return line;
+}
+
+CudaUsage cuda_usage() {
+    Usage &u = usage();
+    return CudaUsage{u.device_allocs.load(), u.device_bytes.load(), u.peak_bytes.load(), u.ipc_mapped.load(),
+                     u.pinned_host.load(),   u.allocs_total.load(), u.scratch_bytes.load()};
+}
+
 }  // namespace strata
 
 #else  // !STRATA_HAVE_CUDA
@@ -404,6 +579,12 @@ MemDomain *cuda_domain(int, std::string *why) {
 }
 
 bool cuda_reduce_supported(strata_dtype_t, strata_op_t) { return false; }
+
+int cuda_driver_needed() { return 0; }
+
+std::string cuda_driver_mismatch(int) { return ""; }
+
+CudaUsage cuda_usage() { return CudaUsage{0, 0, 0, 0, 0, 0, 0}; }
 
 }  // namespace strata
 

@@ -7,6 +7,13 @@
 // Operands may be device, managed or pinned host memory of this GPU (or pageable
 // host memory for copies, which the driver then stages); they must stay valid until
 // poll() says done. alloc() gives device memory of this GPU.
+//
+// Reductions never hand a kernel an operand that is not aligned for its element type
+// (MPI allows a double buffer at any address; a misaligned load faults inside the
+// kernel and poisons the context for good): such operands go through aligned scratch
+// with the copy engines, which take any alignment. Scratch comes from a pool that
+// grows to the largest need and is reused (every use is ordered on the one stream), so
+// the steady state allocates and frees no device memory.
 #ifndef STRATA_MEM_CUDA_DOMAIN_H
 #define STRATA_MEM_CUDA_DOMAIN_H
 
@@ -25,6 +32,27 @@ MemDomain *cuda_domain(int device, std::string *why);
 // types (and everything in builds without CUDA): reduce() then returns
 // STRATA_ERR_UNSUPPORTED and strata falls back to the host path.
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op);
+
+// The oldest CUDA driver (cuDriverGetVersion's number, 13000 = 13.0) that runs this
+// build's kernels: the toolkit's major release, since cubins and PTX from a CUDA 13
+// nvcc need a CUDA 13 driver (r580 or newer); 0 in builds without CUDA.
+int cuda_driver_needed();
+// "" when driver_version (cuDriverGetVersion's) runs this build's kernels, else the
+// one line that says why the GPU path is off.
+std::string cuda_driver_mismatch(int driver_version);
+
+// What strata itself holds of the GPU's memory, process-wide (device allocations of
+// the CUDA domains: stage regions, staging; IPC mappings of peers' memory; the
+// reduction scratch pool apart, as it is kept for reuse), so that a leak check
+// measures strata, not the device (which other processes share). With
+// STRATA_CUDA_REPORT set (to anything but 0), one line of it goes to stderr at exit:
+//   strata cuda usage: pid=N device_allocs=A device_bytes=B peak_bytes=P ipc_mapped=M
+//   pinned_host=H allocs_total=T scratch_bytes=S
+// After every communicator is freed, A, B, M and H are 0 unless strata leaked.
+struct CudaUsage {
+    long long device_allocs, device_bytes, peak_bytes, ipc_mapped, pinned_host, allocs_total, scratch_bytes;
+};
+CudaUsage cuda_usage();
 
 }  // namespace strata
 

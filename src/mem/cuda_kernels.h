@@ -122,7 +122,7 @@ static_assert(kernel_index(STRATA_INT32, STRATA_OP_SUM) >= 0 && kernel_index(STR
 }  // namespace strata
 
 #ifdef STRATA_HAVE_CUDA
-// The fatbin of cuda_kernels.cu (sm_80 and sm_90 code, compute_90 PTX), generated into
+// The fatbin of cuda_kernels.cu (sm_80 and sm_90 code, compute_75 PTX), generated into
 // src/mem/cuda_kernels_fatbin.cc by the build. The image cuModuleLoadData takes.
 extern "C" const unsigned char strata_cuda_fatbin[];
 extern "C" const size_t strata_cuda_fatbin_size;

@@ -1,8 +1,11 @@
 /* test/common/devbuf.c - see devbuf.h. */
 #include "devbuf.h"
+#include "test/fakecuda/fakecuda.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -30,7 +33,23 @@ static struct {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemGetInfo)(size_t *, size_t *);
+    /* Optional: stream-ordered and virtual-memory allocators (NULL where missing). */
+    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, void *);
+    CUresult (*MemFreeAsync)(CUdeviceptr, void *);
+    CUresult (*StreamSynchronize)(void *);
+    CUresult (*MemCreate)(unsigned long long *, size_t, const void *, unsigned long long);
+    CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*MemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+    CUresult (*MemSetAccess)(CUdeviceptr, size_t, const void *, size_t);
+    CUresult (*MemUnmap)(CUdeviceptr, size_t);
+    CUresult (*MemRelease)(unsigned long long);
+    CUresult (*MemAddressFree)(CUdeviceptr, size_t);
 } cu;
+
+/* Pool and VMM allocations, to free them the way they were made. */
+enum { UNSHARE_MANAGED, UNSHARE_POOL, UNSHARE_VMM };
+#define MAX_SPECIAL 64
+static struct special { void *p; int kind; size_t size; unsigned long long handle; } specials[MAX_SPECIAL];
 
 static int report(const char *call, CUresult rc)
 {
@@ -76,6 +95,16 @@ int devbuf_init(int local_rank, char *why, size_t why_size)
     LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
     LOAD(MemcpyDtoD, "cuMemcpyDtoD_v2");
     LOAD(MemGetInfo, "cuMemGetInfo_v2");
+    *(void **) &cu.MemAllocAsync = dlsym(cu.lib, "cuMemAllocAsync");
+    *(void **) &cu.MemFreeAsync = dlsym(cu.lib, "cuMemFreeAsync");
+    *(void **) &cu.StreamSynchronize = dlsym(cu.lib, "cuStreamSynchronize");
+    *(void **) &cu.MemCreate = dlsym(cu.lib, "cuMemCreate");
+    *(void **) &cu.MemAddressReserve = dlsym(cu.lib, "cuMemAddressReserve");
+    *(void **) &cu.MemMap = dlsym(cu.lib, "cuMemMap");
+    *(void **) &cu.MemSetAccess = dlsym(cu.lib, "cuMemSetAccess");
+    *(void **) &cu.MemUnmap = dlsym(cu.lib, "cuMemUnmap");
+    *(void **) &cu.MemRelease = dlsym(cu.lib, "cuMemRelease");
+    *(void **) &cu.MemAddressFree = dlsym(cu.lib, "cuMemAddressFree");
     if (0 != (rc = cu.Init(0)) || 0 != (rc = cu.DeviceGetCount(&n)) || 0 == n) {
         snprintf(why, why_size, "no GPU (cuInit/cuDeviceGetCount: %d, %d device(s))", rc, n);
         return -1;
@@ -100,9 +129,82 @@ void *devbuf_alloc(size_t bytes)
     return (void *) p;
 }
 
+static int unshareable_kind(void)
+{
+    const char *k = getenv("DEVBUF_UNSHAREABLE");
+    if (k == NULL || strcmp(k, "managed") == 0) return UNSHARE_MANAGED;
+    if (strcmp(k, "pool") == 0) return UNSHARE_POOL;
+    if (strcmp(k, "vmm") == 0) return UNSHARE_VMM;
+    fprintf(stderr, "devbuf: DEVBUF_UNSHAREABLE=%s: want managed, pool or vmm\n", k);
+    return UNSHARE_MANAGED;
+}
+
+static void *remember(void *p, int kind, size_t size, unsigned long long handle)
+{
+    for (int i = 0; i < MAX_SPECIAL; ++i) {
+        if (specials[i].p == NULL) {
+            specials[i].p = p;
+            specials[i].kind = kind;
+            specials[i].size = size;
+            specials[i].handle = handle;
+            return p;
+        }
+    }
+    fprintf(stderr, "devbuf: more than %d pool/VMM buffers at once\n", MAX_SPECIAL);
+    return NULL;
+}
+
+void *devbuf_alloc_pool(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    if (cu.MemAllocAsync == NULL || cu.MemFreeAsync == NULL || cu.StreamSynchronize == NULL) {
+        fprintf(stderr, "devbuf: this driver has no stream-ordered allocator\n");
+        return NULL;
+    }
+    if (report("cuMemAllocAsync", cu.MemAllocAsync(&p, bytes ? bytes : 1, NULL)) ||
+        report("cuStreamSynchronize", cu.StreamSynchronize(NULL)))
+        return NULL;
+    return remember((void *) p, UNSHARE_POOL, bytes, 0);
+}
+
+void *devbuf_alloc_vmm(size_t bytes)
+{
+    /* CUmemAllocationProp: pinned (1) memory on device (1) cu.device; access read-write (3). */
+    struct { int type, handle_types, loc_type, loc_id; void *win32; unsigned char flags[8]; } prop;
+    struct { int loc_type, loc_id; int flags; } access;
+    const size_t gran = (size_t) 2 << 20, size = (bytes ? (bytes + gran - 1) / gran : 1) * gran;
+    unsigned long long h = 0;
+    CUdeviceptr p = 0;
+    if (cu.MemCreate == NULL || cu.MemAddressReserve == NULL || cu.MemMap == NULL || cu.MemSetAccess == NULL ||
+        cu.MemUnmap == NULL || cu.MemRelease == NULL || cu.MemAddressFree == NULL) {
+        fprintf(stderr, "devbuf: this driver has no virtual memory management\n");
+        return NULL;
+    }
+    memset(&prop, 0, sizeof prop);
+    prop.type = 1;
+    prop.loc_type = 1;
+    prop.loc_id = cu.device;
+    access.loc_type = 1;
+    access.loc_id = cu.device;
+    access.flags = 3;
+    if (report("cuMemCreate", cu.MemCreate(&h, size, &prop, 0))) return NULL;
+    if (report("cuMemAddressReserve", cu.MemAddressReserve(&p, size, 0, 0, 0)) ||
+        report("cuMemMap", cu.MemMap(p, size, 0, h, 0)) ||
+        report("cuMemSetAccess", cu.MemSetAccess(p, size, &access, 1))) {
+        cu.MemRelease(h);
+        return NULL;
+    }
+    return remember((void *) p, UNSHARE_VMM, size, h);
+}
+
 void *devbuf_alloc_managed(size_t bytes)
 {
     CUdeviceptr p = 0;
+    switch (unshareable_kind()) {
+    case UNSHARE_POOL: return devbuf_alloc_pool(bytes);
+    case UNSHARE_VMM: return devbuf_alloc_vmm(bytes);
+    default: break;
+    }
     /* CU_MEM_ATTACH_GLOBAL */
     if (report("cuMemAllocManaged", cu.MemAllocManaged(&p, bytes ? bytes : 1, 1))) return NULL;
     return (void *) p;
@@ -110,7 +212,21 @@ void *devbuf_alloc_managed(size_t bytes)
 
 void devbuf_free(void *p)
 {
-    if (p) report("cuMemFree", cu.MemFree((CUdeviceptr) p));
+    if (p == NULL) return;
+    for (int i = 0; i < MAX_SPECIAL; ++i) {
+        struct special *s = &specials[i];
+        if (s->p != p) continue;
+        if (s->kind == UNSHARE_POOL) {
+            report("cuMemFreeAsync", cu.MemFreeAsync((CUdeviceptr) p, NULL));
+        } else {
+            report("cuMemUnmap", cu.MemUnmap((CUdeviceptr) p, s->size));
+            report("cuMemRelease", cu.MemRelease(s->handle));
+            report("cuMemAddressFree", cu.MemAddressFree((CUdeviceptr) p, s->size));
+        }
+        s->p = NULL;
+        return;
+    }
+    report("cuMemFree", cu.MemFree((CUdeviceptr) p));
 }
 
 void *devbuf_alloc_pinned(size_t bytes)
@@ -146,6 +262,11 @@ int devbuf_sync(void) { return report("cuCtxSynchronize", cu.CtxSynchronize()); 
 size_t devbuf_used_bytes(void)
 {
     size_t free_b = 0, total = 0;
+    /* The fake driver counts this process's own device memory exactly. */
+    int (*stats)(struct fakecuda_stats *) = NULL;
+    struct fakecuda_stats st;
+    if (cu.lib != NULL) *(void **) &stats = dlsym(cu.lib, "fakecuda_stats");
+    if (stats != NULL && stats(&st) == 0) return (size_t) st.dev_bytes;
     if (NULL == cu.MemGetInfo || 0 != cu.MemGetInfo(&free_b, &total)) return 0;
     return total - free_b;
 }

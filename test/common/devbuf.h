@@ -21,9 +21,14 @@ const char *devbuf_name(void);
 
 /* Device memory (NULL on failure, with a message on stderr). */
 void *devbuf_alloc(size_t bytes);
-/* Managed (unified) memory: usable by the GPU, not shareable through CUDA IPC. */
+/* Memory the GPU uses but legacy CUDA IPC cannot share: managed (unified) memory, or
+ * with DEVBUF_UNSHAREABLE=pool stream-ordered (cuMemAllocAsync) or =vmm virtual-memory
+ * (cuMemCreate + cuMemMap) allocations, so that a test of this kind covers all three. */
 void *devbuf_alloc_managed(size_t bytes);
-/* Frees device or managed memory. */
+/* The other two by name (NULL, with a message, where the driver lacks them). */
+void *devbuf_alloc_pool(size_t bytes);
+void *devbuf_alloc_vmm(size_t bytes);
+/* Frees device, managed, pool or VMM memory. */
 void devbuf_free(void *p);
 /* Pinned host memory (cuMemHostAlloc). */
 void *devbuf_alloc_pinned(size_t bytes);
@@ -35,8 +40,11 @@ int devbuf_to_host(void *dst, const void *src, size_t bytes);
 int devbuf_dev_to_dev(void *dst, const void *src, size_t bytes);
 int devbuf_sync(void);
 
-/* Bytes of device memory in use on the GPU (total - free, all processes), or 0
- * when unknown (also before devbuf_init). */
+/* Bytes of device memory this process holds, on the fake driver (its own count);
+ * on a real one the driver has no per-process figure, so total - free of the GPU (all
+ * processes, in 2 MiB pages, memory kept alive by peers' IPC mappings included: a
+ * leak check on it fails falsely when ranks share a GPU; strata's own count,
+ * STRATA_CUDA_REPORT, is the one to trust). 0 when unknown (also before devbuf_init). */
 size_t devbuf_used_bytes(void);
 
 #endif

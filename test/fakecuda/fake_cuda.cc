@@ -15,13 +15,36 @@
 //    them in shared memory, so cuIpcOpenEventHandle works across processes.
 //  - As with a real GPU, a process forked after cuInit cannot use the driver: every call
 //    in the child returns CUDA_ERROR_NOT_INITIALIZED.
-//  - Kernels: cuModuleLoadData takes any image; cuModuleGetFunction knows strata's
-//    reduction kernels by name (the list in src/mem/cuda_kernels.h, e.g.
-//    strata_reduce_uint32_sum) and nothing else (CUDA_ERROR_NOT_FOUND); cuLaunchKernel
-//    checks the launch, translates the operands as copies do, and queues the kernel's
-//    fold written with strata's host functors (src/mem/ops.h) on the stream.
+//  - Device addresses come from one reserved range per process, first fit, as a GPU's
+//    virtual address space is reused: a freed range is handed out again, and a new
+//    allocation may overlap an old one at another start.
+//  - IPC: opening a handle again in the same process counts a reference and returns
+//    the same address (as the driver documents); opening a handle of another
+//    allocation of the same exporter whose range overlaps one still mapped here (the
+//    exporter freed it and allocated again) fails with CUDA_ERROR_ALREADY_MAPPED, as
+//    the real driver does, until the stale mapping is closed.
+//  - Kernels: cuModuleLoadData checks the image (fake_image.h): a fatbin, cubin or PTX
+//    that this driver version can run on the GPU (sm_90), else
+//    CUDA_ERROR_UNSUPPORTED_PTX_VERSION / NO_BINARY_FOR_GPU / INVALID_IMAGE, as a
+//    driver older than the toolkit refuses its images. FAKECUDA_DRIVER_VERSION
+//    (default 13000) is the version cuDriverGetVersion reports and the loader checks.
+//    cuModuleGetFunction knows strata's reduction kernels by name (the list in
+//    src/mem/cuda_kernels.h, e.g. strata_reduce_uint32_sum) and nothing else
+//    (CUDA_ERROR_NOT_FOUND); cuLaunchKernel checks the launch shape and that operands
+//    are memory the driver knows, and queues the kernel's fold written with strata's
+//    host functors (src/mem/ops.h) on the stream. An operand misaligned for the
+//    element type faults *in the kernel*, as on a GPU: the launch succeeds, and once
+//    the stream reaches it the error (CUDA_ERROR_MISALIGNED_ADDRESS) is sticky: every
+//    later call of the process fails with it.
+//  - cuMemGetInfo counts device memory of every process on the machine (fake_devmem.h),
+//    in 2 MiB pages, as a shared GPU does.
+//  - Stream-ordered (cuMemAllocAsync) and virtual-memory (cuMemCreate + cuMemMap)
+//    allocations are device memory that legacy CUDA IPC cannot share
+//    (IS_LEGACY_CUDA_IPC_CAPABLE 0, cuIpcGetMemHandle fails).
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
-// process open its own IPC handles (see cuIpcOpenMemHandle). FAKECUDA_STATS_FILE
+// process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
+// an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
+// stderr. FAKECUDA_STATS_FILE
 // gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
 // absent on purpose: a caller fails at dlsym instead of running on a silent stub. The
 // CUDA runtime (cudaLaunchKernel and friends) does not work on it.
@@ -55,6 +78,8 @@
 #include "strata.h"
 #include "mem/cuda_kernels.h"
 #include "mem/ops.h"
+#include "test/fakecuda/fake_devmem.h"
+#include "test/fakecuda/fake_image.h"
 
 // Own minimal types with the ABI of cuda.h (CUDA 13).
 typedef int CUresult;
@@ -80,18 +105,26 @@ namespace {
 
 enum : int {
     OK = 0, E_VALUE = 1, E_MEMORY = 2, E_NOT_INIT = 3, E_NO_DEVICE = 100, E_DEVICE = 101,
-    E_CONTEXT = 201, E_MAP_FAILED = 205, E_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600,
-    E_REGISTERED = 712, E_NOT_REGISTERED = 713, E_NOT_SUPPORTED = 801, E_UNKNOWN = 999,
+    E_INVALID_IMAGE = 200, E_CONTEXT = 201, E_MAP_FAILED = 205, E_ALREADY_MAPPED = 208,
+    E_NO_BINARY = 209, E_PTX_VERSION = 222, E_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600,
+    E_ILLEGAL_ADDRESS = 700, E_REGISTERED = 712, E_NOT_REGISTERED = 713, E_MISALIGNED = 716,
+    E_NOT_SUPPORTED = 801, E_UNKNOWN = 999,
 };
 enum : unsigned { MEM_HOST = 1, MEM_DEVICE = 2 };
 enum : unsigned { EVENT_DISABLE_TIMING = 0x2, EVENT_INTERPROCESS = 0x4, STREAM_NON_BLOCKING = 0x1 };
 constexpr int kMaxDevices = 16;
 constexpr int kDeviceAttrMax = 148;  // CU_DEVICE_ATTRIBUTE_MAX in CUDA 13
 constexpr unsigned long long kTotalMem = 16ull << 30;
+constexpr size_t kArenaBytes = 64ull << 30;  // device address space per process
+constexpr size_t kArenaAlign = 64 << 10;
+constexpr size_t kVmmGranularity = 2 << 20;  // cuMemGetAllocationGranularity, and cuMemGetInfo's page
+constexpr int kDriverVersion = 13000;        // default for FAKECUDA_DRIVER_VERSION
+constexpr int kComputeCapability = 90;
 constexpr char kMemMagic[8] = {'F', 'A', 'K', 'E', 'C', 'U', 'M', '1'};
 constexpr char kEventMagic[8] = {'F', 'A', 'K', 'E', 'C', 'U', 'E', '1'};
 
-enum class Kind { Device, Managed, Ipc, Host, Registered };
+// Device: cuMemAlloc; Pool: cuMemAllocAsync; Vmm: cuMemMap of a cuMemCreate handle.
+enum class Kind { Device, Managed, Ipc, Host, Registered, Pool, Vmm };
 
 // A range of memory the driver knows, keyed by its start. Device and Ipc ranges have a
 // shadow; the others are ordinary host memory.
@@ -103,12 +136,22 @@ struct Range {
     unsigned long long id;
     int dev, refs;                            // refs: Ipc opens of the same handle
     std::pair<long, unsigned long long> key;  // Ipc: (exporter pid, exporter buffer id)
+    uintptr_t peer_start = 0;                 // Ipc: where the allocation is in the exporter
+    unsigned long long vmm = 0;               // Vmm: the cuMemCreate handle mapped there
+};
+
+// A cuMemCreate allocation: physical memory, mapped by cuMemMap.
+struct VmmAlloc {
+    int fd, dev;
+    size_t size;
+    int maps;
+    bool released;
 };
 
 struct EvState { std::atomic<unsigned long long> recorded{0}, completed{0}; };
 
 // IPC handle payloads (64 bytes on the wire).
-struct MemHandle { char magic[8]; long long pid; int fd, dev; unsigned long long size, id; };
+struct MemHandle { char magic[8]; long long pid; int fd, dev; unsigned long long size, id, start; };
 struct EventHandle { char magic[8]; long long pid; int fd; };
 static_assert(sizeof(MemHandle) <= 64 && sizeof(EventHandle) <= 64, "IPC handles are 64 bytes");
 
@@ -151,8 +194,13 @@ struct Global {
     std::map<CUstream, std::shared_ptr<CUstream_st>> streams;
     std::map<CUevent, std::unique_ptr<CUevent_st>> events;
     std::map<CUmodule, std::unique_ptr<CUmod_st>> modules;
+    std::map<unsigned long long, VmmAlloc> vmm;  // cuMemCreate handles
+    std::map<uintptr_t, size_t> arena_used;      // device address ranges handed out (offsets)
+    std::map<uintptr_t, size_t> reserved;        // cuMemAddressReserve ranges
+    char *arena = nullptr;
     CUctx_st ctx[kMaxDevices];
     std::atomic<bool> inited{false}, forked{false};
+    std::atomic<int> sticky{0};  // a kernel's fault: every later call fails with it
     int ndev = 0;
     std::atomic<unsigned> delay_us{200};
     unsigned long long next_id = 1, total_dev = 0;
@@ -168,6 +216,7 @@ thread_local CUcontext tl_ctx = nullptr;
 
 CUresult ready(bool need_ctx, bool args_ok = true) {
     if (!g().inited.load() || g().forked.load()) return E_NOT_INIT;
+    if (int e = g().sticky.load()) return e;
     if (need_ctx && tl_ctx == nullptr) return E_CONTEXT;
     return args_ok ? OK : E_VALUE;
 }
@@ -212,7 +261,9 @@ Range *find(uintptr_t p, uintptr_t *start) {
     return &it->second;
 }
 
-bool has_shadow(const Range *r) { return r && (r->kind == Kind::Device || r->kind == Kind::Ipc); }
+bool has_shadow(const Range *r) {
+    return r && (r->kind == Kind::Device || r->kind == Kind::Ipc || r->kind == Kind::Pool || r->kind == Kind::Vmm);
+}
 
 // Where the fake itself touches [p, p+n): the shadow inside device memory (interior
 // pointers too), p itself for host memory. E_VALUE for NULL, a device range overrun, or,
@@ -230,20 +281,59 @@ CUresult xlate(CUdeviceptr p, size_t n, bool dev, char **out) {
     return OK;
 }
 
+bool counts_as_device(Kind k) { return k == Kind::Device || k == Kind::Managed || k == Kind::Pool; }
+
+// This process's device memory (as requested). Caller holds g().mu.
 unsigned long long live_dev_bytes() {
     unsigned long long n = 0;
     for (auto &kv : g().ranges)
-        if (kv.second.kind == Kind::Device || kv.second.kind == Kind::Managed) n += kv.second.size;
+        if (counts_as_device(kv.second.kind)) n += kv.second.size;
+    for (auto &kv : g().vmm) n += kv.second.size;
     return n;
 }
 
-// Maps fd twice: PROT_NONE where the caller sees it, RW for the fake.
-CUresult map_pair(int fd, size_t map_size, char **va, char **shadow) {
-    void *a = mmap(nullptr, map_size, PROT_NONE, MAP_SHARED, fd, 0);
-    if (a == MAP_FAILED) return E_MEMORY;
-    void *b = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+// What an allocation of n bytes takes of the GPU's memory.
+long long dev_pages(size_t n) { return (long long)((n + kVmmGranularity - 1) / kVmmGranularity * kVmmGranularity); }
+
+// Device address space: n bytes (kArenaAlign-rounded) of the process's reserved range,
+// the lowest free ones, so that freed addresses come back as on a GPU; nullptr when
+// full. Caller holds g().mu.
+char *arena_take(size_t n) {
+    Global &G = g();
+    if (G.arena == nullptr) {
+        void *p = mmap(nullptr, kArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return nullptr;
+        G.arena = static_cast<char *>(p);
+    }
+    n = (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    uintptr_t at = 0;
+    for (auto &kv : G.arena_used) {
+        if (kv.first - at >= n) break;
+        at = kv.first + kv.second;
+    }
+    if (at + n > kArenaBytes) return nullptr;
+    G.arena_used[at] = n;
+    return G.arena + at;
+}
+
+// Gives [p, ...) back to the arena, reserved again (PROT_NONE). Caller holds g().mu.
+void arena_give(char *p) {
+    Global &G = g();
+    auto it = G.arena_used.find((uintptr_t)(p - G.arena));
+    if (it == G.arena_used.end()) return;
+    mmap(p, it->second, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    G.arena_used.erase(it);
+}
+
+// Maps fd twice: PROT_NONE where the caller sees it (at `at`, in the arena, or a fresh
+// arena range when null), RW for the fake. Caller holds g().mu.
+CUresult map_pair(int fd, size_t map_size, char **va, char **shadow, char *at = nullptr) {
+    char *where = at ? at : arena_take(map_size);
+    if (where == nullptr) return E_MEMORY;
+    void *a = mmap(where, map_size, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0);
+    void *b = a == MAP_FAILED ? MAP_FAILED : mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (b == MAP_FAILED) {
-        munmap(a, map_size);
+        if (at == nullptr) arena_give(where);
         return E_MEMORY;
     }
     *va = static_cast<char *>(a);
@@ -412,6 +502,7 @@ CUresult host_alloc(size_t n, Kind k, void **out) {
         return E_MEMORY;
     }
     g().total_dev += k == Kind::Managed;
+    if (k == Kind::Managed) fakecuda::devmem_add(tl_ctx->dev, dev_pages(n));
     g().ranges[(uintptr_t)p] = Range{k, n, ms, nullptr, -1, g().next_id++, tl_ctx->dev, 1, {}};
     *out = p;
     return OK;
@@ -429,14 +520,24 @@ CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
         if (it->second.kind == Kind::Ipc && --it->second.refs > 0) return OK;
         r = it->second;
         if (r.kind == Kind::Ipc) g().ipc_open.erase(r.key);
+        if (r.kind == Kind::Ipc && env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+            std::fprintf(stderr, "fakecuda: unmapped buffer %llu\n", r.key.second);
+        if (r.kind == Kind::Device && env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+            std::fprintf(stderr, "fakecuda: freed buffer %llu\n", r.id);
         g().ranges.erase(it);
+        if (counts_as_device(r.kind)) fakecuda::devmem_add(r.dev, -dev_pages(r.size));
     }
     if (r.kind == Kind::Registered) return OK;  // the caller's memory
     drain_all(false);
     // Freed device memory is soon someone else's: poison it, so that a process still
     // reading it through an IPC mapping (which keeps the pages) sees garbage, not the data.
-    if (r.kind == Kind::Device) std::memset(r.shadow, 0xDB, r.map_size);
-    munmap(reinterpret_cast<void *>(p), r.map_size);
+    if (r.kind == Kind::Device || r.kind == Kind::Pool) std::memset(r.shadow, 0xDB, r.map_size);
+    if (has_shadow(&r)) {
+        std::lock_guard<std::mutex> l(g().mu);
+        arena_give(reinterpret_cast<char *>(p));
+    } else {
+        munmap(reinterpret_cast<void *>(p), r.map_size);
+    }
     if (r.shadow) munmap(r.shadow, r.map_size);
     if (r.fd >= 0) close(r.fd);
     return OK;
@@ -459,7 +560,7 @@ CUresult attr(int a, void *data, CUdeviceptr p) {
     uintptr_t start = 0;
     const Range *r = find(p, &start);
     if (sz == 0 || r == nullptr) return E_VALUE;
-    const bool host = r->kind == Kind::Host || r->kind == Kind::Registered;
+    const bool host = r->kind == Kind::Host || r->kind == Kind::Registered;  // Pool, Vmm: device
     unsigned long long v = 0;
     switch (a) {
         case 1: v = (uintptr_t)&g().ctx[r->dev]; break;   // CONTEXT
@@ -490,8 +591,14 @@ const ErrorText kErrors[] = {
     {E_NOT_INIT, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {E_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {E_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {E_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {E_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {E_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+    {E_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
+    {E_NO_BINARY, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {E_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {E_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {E_MISALIGNED, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
     {E_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {E_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {E_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
@@ -516,9 +623,9 @@ void write_stats_at_exit() {
     fakecuda_stats(&s);
     if (FILE *f = std::fopen(path, "a")) {
         std::fprintf(f, "fakecuda pid=%ld dev_allocs=%llu dev_bytes=%llu ipc_open=%llu host_allocs=%llu "
-                        "registered=%llu events=%llu streams=%llu modules=%llu\n",
+                        "registered=%llu events=%llu streams=%llu modules=%llu inited=%llu\n",
                      (long)getpid(), s.dev_allocs, s.dev_bytes, s.ipc_open, s.host_allocs, s.registered,
-                     s.events, s.streams, s.modules);
+                     s.events, s.streams, s.modules, s.inited);
         std::fclose(f);
     }
 }
@@ -542,7 +649,7 @@ FAKECUDA_API int fakecuda_stats(struct fakecuda_stats *out) {
     std::lock_guard<std::mutex> l(g().mu);
     for (auto &kv : g().ranges) {
         const Range &r = kv.second;
-        if (r.kind == Kind::Device || r.kind == Kind::Managed) {
+        if (counts_as_device(r.kind)) {
             ++out->dev_allocs;
             out->dev_bytes += r.size;
         }
@@ -553,7 +660,12 @@ FAKECUDA_API int fakecuda_stats(struct fakecuda_stats *out) {
     out->events = g().events.size();
     out->streams = g().streams.size();
     out->modules = g().modules.size();
+    for (auto &kv : g().vmm) {
+        ++out->dev_allocs;
+        out->dev_bytes += kv.second.size;
+    }
     out->total_dev_allocs = g().total_dev;
+    out->inited = g().inited.load();
     return 0;
 }
 
@@ -573,9 +685,12 @@ FAKECUDA_API CUresult cuInit(unsigned flags) {
     return OK;
 }
 
+// Read at each call, so that a test can play an older driver.
+int driver_version() { return env_int("FAKECUDA_DRIVER_VERSION", kDriverVersion, 9000, 99999); }
+
 FAKECUDA_API CUresult cuDriverGetVersion(int *v) {
     if (v == nullptr) return E_VALUE;
-    return put(v, 13000);
+    return put(v, driver_version());
 }
 
 FAKECUDA_API CUresult cuGetErrorString(CUresult e, const char **s) { return error_text(e, s, false); }
@@ -603,8 +718,8 @@ FAKECUDA_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
     return put(bytes, kTotalMem);
 }
 
-// An H100-like part; attributes not listed read 0 (so: no virtual memory management, no
-// memory pools, no GPUDirect RDMA). PCI bus ids differ per GPU.
+// An H100-like part; attributes not listed read 0 (so: no GPUDirect RDMA). PCI bus ids
+// differ per GPU.
 FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
     if (CUresult rc = dev_call(v, d)) return rc;
     if (attrib < 1 || attrib >= kDeviceAttrMax) return E_VALUE;
@@ -616,6 +731,7 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
         {19, 1}, {31, 1}, {37, 5120}, {38, 52428800},    // map host, concurrent kernels, bus width, L2
         {40, 3}, {41, 1}, {75, 9}, {76, 0},              // copy engines, UVA, compute capability 9.0
         {83, 1}, {89, 1}, {91, 1}, {99, 1},              // managed (+concurrent), registered host ptr, register
+        {102, 1}, {115, 1},                              // virtual memory management, memory pools
         {123, 1}, {125, 1},                              // stream wait NOR, IPC events
     };
     *v = attrib == 33 ? 0x18 + d : 0;  // PCI_BUS_ID; PCI_DEVICE_ID (34) and PCI_DOMAIN_ID (50) are 0
@@ -670,17 +786,18 @@ FAKECUDA_API CUresult cuCtxSynchronize() {
 
 FAKECUDA_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     if (CUresult rc = ready(true, free_bytes != nullptr && total != nullptr)) return rc;
-    std::lock_guard<std::mutex> l(g().mu);
+    const unsigned long long used = fakecuda::devmem_used(tl_ctx->dev);
     *total = kTotalMem;
-    return put(free_bytes, kTotalMem - live_dev_bytes());
+    return put(free_bytes, used < kTotalMem ? kTotalMem - used : 0);
 }
 
 // ---- memory ---------------------------------------------------------------------------
 
-FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
-    if (CUresult rc = ready(true, dptr != nullptr && bytes != 0)) return rc;
-    const size_t ms = page_round(bytes);
-    std::lock_guard<std::mutex> l(g().mu);
+namespace {
+
+// Device memory of kind k (Device or Pool): a memfd named after its id, in the arena.
+// Caller holds g().mu.
+CUresult dev_alloc(CUdeviceptr *dptr, size_t bytes, size_t ms, Kind k) {
     if (bytes > kTotalMem - live_dev_bytes()) return E_MEMORY;
     const unsigned long long id = g().next_id++;
     int fd = memfd_create(mem_name(id).c_str(), MFD_CLOEXEC);
@@ -690,10 +807,20 @@ FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
         close(fd);
         return E_MEMORY;
     }
-    g().ranges[(uintptr_t)va] = Range{Kind::Device, bytes, ms, shadow, fd, id, tl_ctx->dev, 1, {}};
+    g().ranges[(uintptr_t)va] = Range{k, bytes, ms, shadow, fd, id, tl_ctx->dev, 1, {}};
     ++g().total_dev;
+    fakecuda::devmem_add(tl_ctx->dev, dev_pages(bytes));
     *dptr = (CUdeviceptr)va;
     return OK;
+}
+
+}  // namespace
+
+FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+    if (CUresult rc = ready(true, dptr != nullptr && bytes != 0)) return rc;
+    const size_t ms = page_round(bytes);
+    std::lock_guard<std::mutex> l(g().mu);
+    return dev_alloc(dptr, bytes, ms, Kind::Device);
 }
 
 FAKECUDA_API CUresult cuMemFree_v2(CUdeviceptr p) {
@@ -934,8 +1061,10 @@ FAKECUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
     if (CUresult rc = ready(true, h != nullptr)) return rc;
     std::lock_guard<std::mutex> l(g().mu);
     const Range *r = find(p, nullptr);
-    if (r == nullptr || r->kind != Kind::Device) return E_VALUE;
-    put_handle(h->reserved, kMemMagic, MemHandle{{}, getpid(), r->fd, r->dev, r->size, r->id});
+    if (r == nullptr || r->kind != Kind::Device) return E_VALUE;  // not Pool nor Vmm: not legacy IPC
+    uintptr_t start = 0;
+    find(p, &start);
+    put_handle(h->reserved, kMemMagic, MemHandle{{}, getpid(), r->fd, r->dev, r->size, r->id, start});
     return OK;
 }
 
@@ -957,6 +1086,18 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
         *pdptr = it->second;
         return OK;
     }
+    // Another allocation of that exporter still mapped here over the same addresses:
+    // it was freed, and the driver still holds its mapping.
+    for (auto &kv : g().ipc_open) {
+        const Range &old = g().ranges[kv.second];
+        if (kv.first.first == (long)h.pid && old.peer_start < h.start + h.size && h.start < old.peer_start + old.size) {
+            if (env_int("FAKECUDA_VERBOSE", 0, 0, 2))
+                std::fprintf(stderr, "fakecuda: cuIpcOpenMemHandle of buffer %llu [%#llx, +%llu): buffer %llu "
+                             "[%#lx, +%zu) of that process is still mapped here\n", h.id, h.start, h.size,
+                             kv.first.second, (unsigned long)old.peer_start, old.size);
+            return E_ALREADY_MAPPED;
+        }
+    }
     int fd = open_peer_fd(h.pid, h.fd);
     if (fd < 0) return E_MAP_FAILED;
     const size_t ms = page_round(h.size);
@@ -966,8 +1107,11 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
                     map_pair(fd, ms, &va, &shadow) == OK;
     close(fd);
     if (!ok) return E_MAP_FAILED;
-    g().ranges[(uintptr_t)va] = Range{Kind::Ipc, h.size, ms, shadow, -1, g().next_id++, tl_ctx->dev, 1, key};
+    g().ranges[(uintptr_t)va] = Range{Kind::Ipc, h.size, ms, shadow, -1, g().next_id++, tl_ctx->dev, 1, key,
+                                      (uintptr_t)h.start};
     g().ipc_open[key] = (uintptr_t)va;
+    if (env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
+        std::fprintf(stderr, "fakecuda: mapped buffer %llu [%#llx, +%llu) of pid %lld\n", h.id, h.start, h.size, h.pid);
     *pdptr = (CUdeviceptr)va;
     return OK;
 }
@@ -1039,6 +1183,11 @@ void describe(CUfunc_st *f) {
 
 FAKECUDA_API CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
     if (CUresult rc = ready(true, pm != nullptr && image != nullptr)) return rc;
+    std::string why;
+    if (CUresult rc = fakecuda::image_loadable(image, kComputeCapability, driver_version(), &why)) {
+        if (env_int("FAKECUDA_VERBOSE", 0, 0, 2)) std::fprintf(stderr, "fakecuda: cuModuleLoadData: %s\n", why.c_str());
+        return rc;
+    }
     std::unique_ptr<CUmod_st> m(new CUmod_st{tl_ctx, {}});
     std::lock_guard<std::mutex> l(g().mu);
     *pm = m.get();
@@ -1074,9 +1223,10 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char
 // The checks a real launch makes (limits of the H100-like part), then the parameters of
 // strata's kernels, (void *dst, Srcs s, int nsrc, unsigned long long count): 1 <= nsrc
 // <= kMaxSrcs, every operand memory the driver knows (as a device address; plain host
-// memory would fault on a GPU) with count elements in range, and aligned for the type
-// (a GPU faults on misaligned loads). The `extra` way of passing parameters is not
-// supported.
+// memory would fault on a GPU) with count elements in range. An operand not aligned
+// for the type is accepted, and faults when the kernel runs: the error is sticky
+// (ready()), as a GPU's misaligned load kills the context. The `extra` way of passing
+// parameters is not supported.
 FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
     if (CUresult rc = ready(true)) return rc;
@@ -1095,6 +1245,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
     CUfunc_st fn;
     char *to = nullptr;
     std::vector<char *> from((size_t)nsrc);
+    bool misaligned = false;
     {
         std::lock_guard<std::mutex> l(g().mu);
         bool live = false;  // without touching *f, which may be gone with its module
@@ -1106,7 +1257,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
         if (count > SIZE_MAX / fn.elem_size) return E_VALUE;
         const size_t bytes = count * fn.elem_size;
         auto operand = [&](const void *p, char **out) -> CUresult {
-            if ((uintptr_t)p % fn.elem_align != 0) return E_VALUE;
+            misaligned = misaligned || (uintptr_t)p % fn.elem_align != 0;
             if (bytes == 0) return OK;
             return xlate((CUdeviceptr)(uintptr_t)p, bytes, true, out);
         };
@@ -1115,5 +1266,152 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
             if (CUresult rc = operand(srcs.p[i], &from[(size_t)i])) return rc;
     }
     if (count == 0) return submit(s, [] {});
+    if (misaligned) {
+        return submit(s, [] {
+            int none = 0;
+            g().sticky.compare_exchange_strong(none, E_MISALIGNED);
+        });
+    }
     return submit(s, [fn, to, from, nsrc, count] { fn.fold(to, from.data(), nsrc, count); });
+}
+
+// ---- stream-ordered and virtual-memory allocations --------------------------------------
+// Device memory like cuMemAlloc's, but not shareable through legacy CUDA IPC. The fake
+// frees stream-ordered memory once the stream has drained (the real one when the
+// stream reaches the free); either way nothing queued later may use it.
+
+FAKECUDA_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    if (CUresult rc = ready(true, dptr != nullptr && bytes != 0)) return rc;
+    std::shared_ptr<CUstream_st> sp;
+    if (CUresult rc = lookup_stream(s, &sp)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    return dev_alloc(dptr, bytes, page_round(bytes), Kind::Pool);
+}
+
+FAKECUDA_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+    if (CUresult rc = ready(true)) return rc;
+    std::shared_ptr<CUstream_st> sp;
+    if (CUresult rc = lookup_stream(s, &sp)) return rc;
+    if (sp) drain(sp.get());
+    return free_range(p, Kind::Pool, Kind::Pool, E_VALUE);
+}
+
+FAKECUDA_API CUresult cuMemGetAllocationGranularity(size_t *gran, const void *prop, int option) {
+    if (CUresult rc = ready(false, gran != nullptr && prop != nullptr && (option == 0 || option == 1))) return rc;
+    return put(gran, kVmmGranularity);
+}
+
+// prop (a CUmemAllocationProp) is taken as "pinned device memory of the current GPU".
+FAKECUDA_API CUresult cuMemCreate(unsigned long long *handle, size_t size, const void *prop,
+                                  unsigned long long flags) {
+    const bool ok = handle != nullptr && prop != nullptr && flags == 0 && size != 0 && size % kVmmGranularity == 0;
+    if (CUresult rc = ready(true, ok)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (size > kTotalMem - live_dev_bytes()) return E_MEMORY;
+    const unsigned long long id = g().next_id++;
+    const int fd = memfd_create(mem_name(id).c_str(), MFD_CLOEXEC);
+    if (fd < 0) return E_MEMORY;
+    if (ftruncate(fd, (off_t)size) != 0) {
+        close(fd);
+        return E_MEMORY;
+    }
+    g().vmm[id] = VmmAlloc{fd, tl_ctx->dev, size, 0, false};
+    ++g().total_dev;
+    fakecuda::devmem_add(tl_ctx->dev, dev_pages(size));
+    return put(handle, id);
+}
+
+namespace {
+
+// Drops a released, unmapped cuMemCreate allocation. Caller holds g().mu.
+void vmm_maybe_drop(std::map<unsigned long long, VmmAlloc>::iterator it) {
+    if (!it->second.released || it->second.maps > 0) return;
+    close(it->second.fd);
+    fakecuda::devmem_add(it->second.dev, -dev_pages(it->second.size));
+    g().vmm.erase(it);
+}
+
+}  // namespace
+
+FAKECUDA_API CUresult cuMemRelease(unsigned long long handle) {
+    if (CUresult rc = ready(false)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().vmm.find(handle);
+    if (it == g().vmm.end() || it->second.released) return E_VALUE;
+    it->second.released = true;
+    vmm_maybe_drop(it);
+    return OK;
+}
+
+FAKECUDA_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr,
+                                          unsigned long long flags) {
+    const bool ok = ptr != nullptr && size != 0 && size % kVmmGranularity == 0 && flags == 0 &&
+                    (align == 0 || align <= kVmmGranularity);
+    if (CUresult rc = ready(false, ok)) return rc;
+    (void)addr;  // a hint
+    std::lock_guard<std::mutex> l(g().mu);
+    char *p = arena_take(size);
+    if (p == nullptr) return E_MEMORY;
+    g().reserved[(uintptr_t)p] = size;
+    return put(ptr, (CUdeviceptr)p);
+}
+
+FAKECUDA_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    if (CUresult rc = ready(false)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().reserved.find((uintptr_t)ptr);
+    if (it == g().reserved.end() || it->second != size) return E_VALUE;
+    for (auto &kv : g().ranges)  // still mapped inside
+        if (kv.first >= ptr && kv.first < ptr + size) return E_VALUE;
+    arena_give(reinterpret_cast<char *>(ptr));
+    g().reserved.erase(it);
+    return OK;
+}
+
+// The whole allocation at offset 0, inside a reserved range.
+FAKECUDA_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, unsigned long long handle,
+                               unsigned long long flags) {
+    if (CUresult rc = ready(false, flags == 0 && offset == 0)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    auto h = g().vmm.find(handle);
+    if (h == g().vmm.end() || h->second.released || h->second.size != size) return E_VALUE;
+    auto r = g().reserved.upper_bound((uintptr_t)ptr);
+    if (r == g().reserved.begin() || (--r, ptr + size > r->first + r->second)) return E_VALUE;
+    if (find((uintptr_t)ptr, nullptr) != nullptr || find((uintptr_t)ptr + size - 1, nullptr) != nullptr)
+        return E_VALUE;  // already mapped there
+    char *va = nullptr, *shadow = nullptr;
+    if (map_pair(h->second.fd, size, &va, &shadow, reinterpret_cast<char *>(ptr)) != OK) return E_MEMORY;
+    Range rg{Kind::Vmm, size, size, shadow, -1, g().next_id++, h->second.dev, 1, {}};
+    rg.vmm = handle;
+    g().ranges[(uintptr_t)va] = rg;
+    ++h->second.maps;
+    return OK;
+}
+
+FAKECUDA_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const void *desc, size_t count) {
+    if (CUresult rc = ready(false, desc != nullptr && count >= 1)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    uintptr_t start = 0;
+    const Range *r = find((uintptr_t)ptr, &start);
+    return r != nullptr && r->kind == Kind::Vmm && start == ptr && r->size == size ? OK : E_VALUE;
+}
+
+FAKECUDA_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    if (CUresult rc = ready(false)) return rc;
+    drain_all(false);
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().ranges.find((uintptr_t)ptr);
+    if (it == g().ranges.end() || it->second.kind != Kind::Vmm || it->second.size != size) return E_VALUE;
+    const Range r = it->second;
+    g().ranges.erase(it);
+    // Back to reserved address space (the reservation stays).
+    mmap(reinterpret_cast<void *>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+         0);
+    munmap(r.shadow, r.map_size);
+    auto h = g().vmm.find(r.vmm);
+    if (h != g().vmm.end()) {
+        --h->second.maps;
+        vmm_maybe_drop(h);
+    }
+    return OK;
 }

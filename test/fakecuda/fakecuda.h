@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 struct fakecuda_stats {
-    unsigned long long dev_allocs;       /* live cuMemAlloc + cuMemAllocManaged allocations */
+    unsigned long long dev_allocs;       /* live cuMemAlloc, cuMemAllocManaged, cuMemAllocAsync, cuMemCreate allocations */
     unsigned long long dev_bytes;        /* their bytes (as requested) */
     unsigned long long ipc_open;         /* live cuIpcOpenMemHandle mappings (one per handle, not per ref) */
     unsigned long long host_allocs;      /* live cuMemHostAlloc / cuMemAllocHost allocations */
@@ -21,6 +21,7 @@ struct fakecuda_stats {
     unsigned long long streams;          /* live streams */
     unsigned long long total_dev_allocs; /* device allocations ever made in this process */
     unsigned long long modules;          /* loaded modules (cuModuleLoadData, not yet unloaded) */
+    unsigned long long inited;           /* 1 once cuInit succeeded in this process */
 };
 
 /* Fills *out with this process's counts. 0, or -1 when out is NULL. Thread-safe. */

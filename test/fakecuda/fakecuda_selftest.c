@@ -2,8 +2,12 @@
  * fakecuda_selftest.c - shows that the fake CUDA driver behaves like a GPU where it
  * matters to strata's tests: device memory faults on host access, copies round-trip,
  * stream work is really asynchronous, pointer attributes, IPC across processes (memory
- * and events), kernel launches (strata's reductions, emulated by name), and the leak
- * counters return to zero.
+ * and events, a stale overlapping mapping refused with ALREADY_MAPPED), kernel images
+ * checked against the driver version, kernel launches (strata's reductions, emulated
+ * by name), stream-ordered and virtual-memory allocations that legacy IPC cannot
+ * share, device-wide cuMemGetInfo, the leak counters back at zero, and last (it
+ * poisons the process) a misaligned kernel operand faulting asynchronously and for
+ * good.
  *
  *   LD_LIBRARY_PATH=test/fakecuda test/fakecuda/fakecuda_selftest
  *
@@ -11,7 +15,8 @@
  * library path gives; it refuses to run on a driver without fakecuda_stats. The IPC
  * peer is a helper forked before cuInit (as with a real GPU, a child forked after
  * cuInit cannot use the driver) that serves requests over pipes. Sets
- * FAKECUDA_DELAY_US=20000 so "not complete yet" is deterministic. Prints one line per
+ * FAKECUDA_DELAY_US=20000 so "not complete yet" is deterministic, and FAKECUDA_NODE to a
+ * name of its own (removed at the end). Prints one line per
  * check and "N passed, N failed"; exits 0 only when nothing failed. Takes no arguments.
  */
 #define _GNU_SOURCE
@@ -34,7 +39,7 @@ typedef struct { char reserved[64]; } CUipcMemHandle;
 typedef struct { char reserved[64]; } CUipcEventHandle;
 
 enum { NOT_READY = 600, INVALID_VALUE = 1, NO_DEVICE = 100, INVALID_CONTEXT = 201, INVALID_HANDLE = 400,
-       NOT_FOUND = 500 };
+       NOT_FOUND = 500, INVALID_IMAGE = 200, ALREADY_MAPPED = 208, UNSUPPORTED_PTX = 222, MISALIGNED = 716 };
 
 /* The parameters of strata's reduction kernels (src/mem/cuda_kernels.h). */
 struct srcs { const void *p[8]; };
@@ -79,6 +84,16 @@ static struct {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void **, void **);
     int (*Stats)(struct fakecuda_stats *);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*MemCreate)(unsigned long long *, size_t, const void *, unsigned long long);
+    CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*MemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+    CUresult (*MemUnmap)(CUdeviceptr, size_t);
+    CUresult (*MemRelease)(unsigned long long);
+    CUresult (*MemAddressFree)(CUdeviceptr, size_t);
 } cu;
 
 static const char *const kNames[] = {
@@ -90,7 +105,9 @@ static const char *const kNames[] = {
     "cuPointerGetAttributes", "cuMemHostAlloc", "cuMemFreeHost", "cuMemAllocManaged",
     "cuMemHostRegister_v2", "cuMemHostUnregister", "cuIpcGetMemHandle", "cuIpcOpenMemHandle_v2",
     "cuIpcCloseMemHandle", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuModuleLoadData",
-    "cuModuleGetFunction", "cuModuleUnload", "cuLaunchKernel", "fakecuda_stats",
+    "cuModuleGetFunction", "cuModuleUnload", "cuLaunchKernel", "fakecuda_stats", "cuDriverGetVersion",
+    "cuMemGetInfo_v2", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemAddressReserve", "cuMemMap",
+    "cuMemUnmap", "cuMemRelease", "cuMemAddressFree",
 };
 
 static int npass, nfail;
@@ -149,7 +166,8 @@ static int child_after_init(void *unused) {
 
 /* Requests to the helper process. */
 struct request {
-    int op; /* 1: IPC memory, 2: IPC event, 3: a stale memory handle */
+    int op; /* 1: IPC memory, 2: IPC event, 3: a stale memory handle, 4: open and keep, 5: open,
+               6: close what 4 kept, 7: allocate 1 MiB and keep, 8: free what 7 kept */
     CUipcMemHandle mem;
     CUipcEventHandle ev;
 };
@@ -196,10 +214,27 @@ static void peer_main(void) {
     close(to_peer[1]);
     close(from_peer[0]);
     int ready = cu.Init(0) == 0 && cu.PrimaryCtxRetain(&ctx, 0) == 0 && cu.CtxSetCurrent(ctx) == 0;
+    CUdeviceptr kept = 0;
     while (read(to_peer[0], &r, sizeof r) == (ssize_t)sizeof r) {
         CUdeviceptr p = 0;
-        int rc = !ready ? 100 : r.op == 1 ? peer_ipc(&r) : r.op == 2 ? peer_ipc_event(&r)
-                              : cu.IpcOpenMemHandle(&p, r.mem, 1) == 205 ? 0 : 1; /* MAP_FAILED */
+        int rc;
+        if (!ready) {
+            rc = 100;
+        } else if (r.op == 4) {
+            rc = cu.IpcOpenMemHandle(&kept, r.mem, 1);
+        } else if (r.op == 5) { /* the result code itself; closes what it opened */
+            rc = cu.IpcOpenMemHandle(&p, r.mem, 1);
+            if (rc == 0) cu.IpcCloseMemHandle(p);
+        } else if (r.op == 6) {
+            rc = cu.IpcCloseMemHandle(kept);
+        } else if (r.op == 7) {
+            rc = cu.MemAlloc(&kept, 1 << 20);
+        } else if (r.op == 8) {
+            rc = cu.MemFree(kept);
+        } else {
+            rc = r.op == 1 ? peer_ipc(&r) : r.op == 2 ? peer_ipc_event(&r)
+                 : cu.IpcOpenMemHandle(&p, r.mem, 1) == 205 ? 0 : 1; /* MAP_FAILED */
+        }
         if (write(from_peer[1], &rc, sizeof rc) != (ssize_t)sizeof rc) break;
     }
     _exit(0);
@@ -231,6 +266,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     setenv("FAKECUDA_DELAY_US", "20000", 1);
+    /* A "machine" of our own for cuMemGetInfo (fake_devmem.h): other runs do not count. */
+    char node[32], node_file[96];
+    snprintf(node, sizeof node, "selftest%ld", (long)getpid());
+    snprintf(node_file, sizeof node_file, "/dev/shm/fakecuda-%u-%s-dev0", (unsigned)getuid(), node);
+    setenv("FAKECUDA_NODE", node, 1);
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         fprintf(stderr, "fakecuda_selftest: %s (set LD_LIBRARY_PATH to <builddir>/test/fakecuda)\n", dlerror());
@@ -381,10 +421,88 @@ int main(int argc, char **argv) {
               cu.MemAlloc(&reuse, 64) == 0 && ask_peer(&rq) == 0 && cu.MemFree(reuse) == 0,
           "ipc_stale_handle", "the peer opened a handle whose allocation had been freed");
 
+    /* 7b. A stale mapping: the peer keeps X mapped; we free X and an allocation before
+     * it, and get Y over both (at another start): the peer's open of Y is refused with
+     * ALREADY_MAPPED until it closes X. */
+    {
+        CUdeviceptr before = 0, x = 0, y = 0;
+        struct request keep;
+        memset(&keep, 0, sizeof keep);
+        keep.op = 4;
+        int ok = cu.MemAlloc(&before, 1 << 20) == 0 && cu.MemAlloc(&x, 1 << 20) == 0 && x == before + (1 << 20) &&
+                 cu.IpcGetMemHandle(&keep.mem, x) == 0 && ask_peer(&keep) == 0 && cu.MemFree(before) == 0 &&
+                 cu.MemFree(x) == 0 && cu.MemAlloc(&y, 2 << 20) == 0 && y == before;
+        check(ok, "addresses_reused", "a freed device range was not handed out again (first fit)");
+        struct request open_y;
+        memset(&open_y, 0, sizeof open_y);
+        open_y.op = 5;
+        check(cu.IpcGetMemHandle(&open_y.mem, y) == 0 && ask_peer(&open_y) == ALREADY_MAPPED, "ipc_overlap_already_mapped",
+              "a handle overlapping a stale mapping of the same exporter opened");
+        keep.op = 6;
+        check(ask_peer(&keep) == 0 && ask_peer(&open_y) == 0, "ipc_open_after_close",
+              "closing the stale mapping did not let the new allocation open");
+        cu.MemFree(y);
+    }
+
+    /* 7c. Stream-ordered and virtual-memory allocations: device memory, not legacy IPC. */
+    {
+        CUdeviceptr pool = 0, va = 0;
+        unsigned long long h = 0;
+        unsigned memtype = 0, capable = 1;
+        CUipcMemHandle ih;
+        char prop[64] = {0};
+        check(cu.MemAllocAsync(&pool, 4096, s) == 0 && cu.PointerGetAttribute(&memtype, 2, pool) == 0 && memtype == 2 &&
+                  cu.PointerGetAttribute(&capable, 10, pool) == 0 && capable == 0 &&
+                  cu.IpcGetMemHandle(&ih, pool) == INVALID_VALUE && cu.MemcpyHtoD(pool, src, 4096) == 0 &&
+                  cu.MemFreeAsync(pool, s) == 0,
+              "pool_not_ipc", "cuMemAllocAsync memory: not device memory, or legacy-IPC capable");
+        capable = 1;
+        check(cu.MemCreate(&h, 2 << 20, prop, 0) == 0 && cu.MemAddressReserve(&va, 2 << 20, 0, 0, 0) == 0 &&
+                  cu.MemMap(va, 2 << 20, 0, h, 0) == 0 && cu.MemRelease(h) == 0 &&
+                  cu.PointerGetAttribute(&memtype, 2, va + 8) == 0 && memtype == 2 &&
+                  cu.PointerGetAttribute(&capable, 10, va) == 0 && capable == 0 &&
+                  cu.IpcGetMemHandle(&ih, va) == INVALID_VALUE && cu.MemcpyHtoD(va + 100, src, 4096) == 0 &&
+                  cu.MemcpyDtoH(dst, va + 100, 4096) == 0 && same(dst, 4096, 1) && cu.MemUnmap(va, 2 << 20) == 0 &&
+                  cu.MemAddressFree(va, 2 << 20) == 0,
+              "vmm_not_ipc", "cuMemCreate + cuMemMap memory: not device memory, or legacy-IPC capable");
+    }
+
+    /* 7d. cuMemGetInfo counts every process on the (fake) machine, in 2 MiB pages. */
+    {
+        size_t free0 = 0, free1 = 0, total = 0;
+        CUdeviceptr big = 0;
+        struct request open_big;
+        memset(&open_big, 0, sizeof open_big);
+        open_big.op = 7;
+        check(cu.MemGetInfo(&free0, &total) == 0 && cu.MemAlloc(&big, 3 << 20) == 0 &&
+                  cu.MemGetInfo(&free1, &total) == 0 && free0 - free1 == (4 << 20) && cu.MemFree(big) == 0 &&
+                  cu.MemGetInfo(&free1, &total) == 0 && free1 == free0,
+              "meminfo_pages", "cuMemGetInfo did not drop by 2 MiB pages");
+        check(ask_peer(&open_big) == 0 && cu.MemGetInfo(&free1, &total) == 0 && free0 - free1 == (2 << 20),
+              "meminfo_device_wide", "another process's allocation did not show in cuMemGetInfo");
+        open_big.op = 8;
+        check(ask_peer(&open_big) == 0 && cu.MemGetInfo(&free1, &total) == 0 && free1 == free0,
+              "meminfo_freed", "cuMemGetInfo did not come back after the other process freed");
+    }
+
     /* 8. Kernels: looked up by name, checked at launch, run in stream order. */
     {
         enum { N = SIZE / 4 };
-        static const char image[] = "any image";
+        /* PTX as nvcc writes it; CUDA 12.4's ISA, so any driver from 12.4 on runs it. */
+        static const char image[] = "//\n.version 8.4\n.target sm_75\n.address_size 64\n";
+        static const char newer[] = ".version 9.0\n.target sm_75\n";
+        CUmodule mod_check = NULL;
+        int v = 0;
+        check(cu.ModuleLoadData(&mod_check, "any image") == INVALID_IMAGE, "image_invalid",
+              "bytes that are no fatbin, cubin or PTX loaded");
+        setenv("FAKECUDA_DRIVER_VERSION", "12040", 1);
+        check(cu.DriverGetVersion(&v) == 0 && v == 12040 && cu.ModuleLoadData(&mod_check, newer) == UNSUPPORTED_PTX &&
+                  cu.ModuleLoadData(&mod_check, image) == 0 && cu.ModuleUnload(mod_check) == 0,
+              "image_needs_driver", "a 12.4 driver loaded PTX ISA 9.0, or refused ISA 8.4");
+        unsetenv("FAKECUDA_DRIVER_VERSION");
+        check(cu.DriverGetVersion(&v) == 0 && v == 13000 && cu.ModuleLoadData(&mod_check, newer) == 0 &&
+                  cu.ModuleUnload(mod_check) == 0,
+              "image_current_driver", "the default (13.0) driver refused PTX ISA 9.0");
         static unsigned a_in[N], b_in[N], out[N];
         CUmodule mod = NULL;
         CUfunction sum = NULL, again = NULL, none = NULL;
@@ -420,11 +538,9 @@ int main(int argc, char **argv) {
                   launch(sum, (void *)(uintptr_t)b, ab, 9, N, 256, s) == INVALID_VALUE,
               "kernel_bad_launch", "a 2048-thread block, or 0 or 9 sources, was accepted");
         const void *host_src[2] = {(void *)(uintptr_t)a, a_in};
-        const void *odd_src[2] = {(void *)(uintptr_t)a, (void *)(uintptr_t)(b + 2)};
         check(launch(sum, (void *)(uintptr_t)b, host_src, 2, N, 256, s) == INVALID_VALUE &&
-                  launch(sum, (void *)(uintptr_t)b, odd_src, 2, 4, 256, s) == INVALID_VALUE &&
                   launch(sum, (void *)(uintptr_t)(b + 4), ab, 2, N, 256, s) == INVALID_VALUE,
-              "kernel_bad_operands", "plain host memory, a misaligned source or an overrun was accepted");
+              "kernel_bad_operands", "plain host memory or an overrun was accepted");
         cu.StreamSynchronize(s);
         check(cu.ModuleUnload(mod) == 0 && launch(sum, (void *)(uintptr_t)b, ab, 2, N, 256, s) == INVALID_HANDLE &&
                   cu.ModuleUnload(mod) == INVALID_HANDLE,
@@ -448,11 +564,35 @@ int main(int argc, char **argv) {
              end.registered, end.events, end.streams, end.modules);
     check(end.dev_allocs == 0 && end.dev_bytes == 0 && end.ipc_open == 0 && end.host_allocs == 0 &&
               end.registered == 0 && end.events == 0 && end.streams == 0 && end.modules == 0 &&
-              end.total_dev_allocs == 9,
+              end.total_dev_allocs == 15,
           "stats_zero_after_free", why);
+
+    /* 10. A misaligned operand: the launch succeeds, the kernel faults on the stream, and
+     * from then on every call fails with the same error (last: it poisons the process). */
+    {
+        CUmodule mod = NULL;
+        CUfunction sum = NULL;
+        CUdeviceptr a = 0;
+        CUstream s2 = NULL;
+        CUevent e2 = NULL;
+        static const char image[] = ".version 8.4\n.target sm_75\n";
+        if (cu.StreamCreate(&s2, 1) != 0 || cu.EventCreate(&e2, 2) != 0 || cu.MemAlloc(&a, SIZE) != 0 ||
+            cu.ModuleLoadData(&mod, image) != 0 || cu.ModuleGetFunction(&sum, mod, "strata_reduce_uint32_sum") != 0)
+            return 1;
+        const void *odd[2] = {(void *)(uintptr_t)a, (void *)(uintptr_t)(a + 2)};
+        check(launch(sum, (void *)(uintptr_t)a, odd, 2, 4, 256, s2) == 0 && cu.EventRecord(e2, s2) == 0,
+              "misaligned_launch_accepted", "the launch itself was refused (a GPU faults later, in the kernel)");
+        CUresult q;
+        while ((q = cu.EventQuery(e2)) == NOT_READY) usleep(1000);
+        CUdeviceptr more = 0;
+        check(q == MISALIGNED && cu.StreamSynchronize(s2) == MISALIGNED && cu.MemAlloc(&more, 64) == MISALIGNED &&
+                  cu.MemcpyHtoD(a, src, 16) == MISALIGNED,
+              "misaligned_sticky", "the fault did not show, or a later call succeeded");
+    }
 
     close(to_peer[1]);
     waitpid(peer, NULL, 0);
+    unlink(node_file);
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail == 0 ? 0 : 1;
 }

@@ -118,6 +118,9 @@ StatsFn fake_stats() {
 struct LogTally {
     int calls[STRATA_COLL_COUNT] = {}, on_gpu[STRATA_COLL_COUNT] = {}, in_place[STRATA_COLL_COUNT] = {};
     std::vector<std::string> ready, other;
+    int remapped = 0;        // lines of the IPC cache mapping over a stale mapping
+    int copied_instead = 0;  // buffers copied because a stale mapping stayed in use
+    int unshared = 0;        // the calls' notes about them
 };
 std::mutex g_log_mu;
 LogTally g_log;
@@ -131,6 +134,27 @@ void tally(int level, const char *msg) {
         return;
     }
     if (m.rfind("IPC cache of local peers' buffers", 0) == 0) return;  // the cache's report at release
+    // Ranks free and allocate buffers between calls, so a peer's new buffer may overlap
+    // an old one still mapped here (the fake says ALREADY_MAPPED, as a GPU does); the
+    // cache closes the stale mapping and maps again, saying so at level 2.
+    if (level == 2 && (m.rfind("IPC cache: ", 0) == 0 ||
+                       m.find("cuIpcOpenMemHandle failed: error 208") != std::string::npos)) {
+        ++g_log.remapped;
+        return;
+    }
+    // Here every rank is a thread of one process, so a stale mapping may be held by
+    // another rank's communicator still inside a call, which is never closed under it:
+    // then that buffer is copied instead (a real job meets this only with several
+    // communicators). Allowed, counted, and bounded below.
+    if (m.rfind("IPC cache: a node peer's buffer cannot be mapped", 0) == 0) {
+        ++g_log.copied_instead;
+        return;
+    }
+    if (g_log.copied_instead * 8 > g_log.unshared &&
+        m.rfind("a buffer of this call cannot be shared through CUDA IPC", 0) == 0) {
+        ++g_log.unshared;  // each rank of the node notes such a call (at most 8 here)
+        return;
+    }
     for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
         const std::string head = std::string(strata_coll_name(strata_coll_t(c))) + ": ";
         if (level != 2 || m.rfind(head, 0) != 0 || m.find(" bytes, ") == std::string::npos) continue;
@@ -621,6 +645,9 @@ TEST_P(DeviceTeams, EveryCollectiveOnDeviceBuffersMatchesTheHostReference) {
     for (size_t r = 0; r < ranks; ++r) EXPECT_EQ(o.errors[r], "") << "rank " << r;
     EXPECT_EQ(o.forced_idle, std::vector<std::string>{}) << "forced algorithms that never ran";
     EXPECT_EQ(o.log.other, std::vector<std::string>{}) << "unexpected log lines";
+    int all_calls = 0;
+    for (int c = 0; c < STRATA_COLL_COUNT; ++c) all_calls += o.log.calls[c];
+    EXPECT_LE(o.log.copied_instead * 20, all_calls) << "over 1 in 20 calls copied a buffer the IPC cache could not map";
     EXPECT_EQ(o.log.ready.size(), ranks * team_settings().size());
     for (const std::string &line : o.log.ready)
         EXPECT_NE(line.find("schedules in GPU memory"), std::string::npos) << line;

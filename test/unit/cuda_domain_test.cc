@@ -10,6 +10,8 @@
 // result is exact.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 
 #include <cstdlib>
@@ -23,7 +25,9 @@
 #include "mem/domain.h"
 #include "mem/ops.h"
 #include "strata.h"
+#include "stage.h"
 #include "strata_device.h"
+#include "test/fakecuda/fakecuda.h"
 
 namespace {
 
@@ -351,6 +355,132 @@ TEST_F(CudaDomainTest, TicketsCompleteOutOfOrderPolls) {
     wait(&t2);
     EXPECT_EQ(out[0], 2.0f);
     EXPECT_EQ(out[n - 1], 2.0f);
+}
+
+// The fake driver's counts (test/fakecuda/fakecuda.h), or false on a real driver.
+bool fake_counts(struct fakecuda_stats *s);
+
+// A CPU-only job on a GPU node: classifying buffers and asking whether a GPU context
+// is current never initialise the driver (cuInit) themselves. In a fresh process.
+TEST(ClassifyTest, NeverInitialisesTheDriverItself) {
+    struct fakecuda_stats s {};
+    if (!fake_counts(&s)) {
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (lib == nullptr || dlsym(lib, "fakecuda_stats") == nullptr) GTEST_SKIP() << "needs the fake driver";
+    }
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_EXIT(
+        {
+            int on_stack = 0;
+            const bool host = strata::classify(&on_stack) == MemKind::Host;
+            const bool avail = strata::cuda_available();
+            const bool ctx = strata::cuda_context_current();
+            struct fakecuda_stats c {};
+            const bool counted = fake_counts(&c);
+            fprintf(stderr, "host %d available %d context %d inited %llu\n", host, avail, ctx, c.inited);
+            exit(host && avail && !ctx && counted && c.inited == 0 ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "inited 0");
+}
+
+bool fake_counts(struct fakecuda_stats *s) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    auto fn = lib ? reinterpret_cast<int (*)(struct fakecuda_stats *)>(dlsym(lib, "fakecuda_stats")) : nullptr;
+    return fn != nullptr && fn(s) == 0;
+}
+
+// MPI lets a double buffer start at any address; a kernel's misaligned load faults on
+// the GPU and poisons the context for good (the fake does the same). Operands not
+// aligned for their type go through aligned scratch: the result is right, and the
+// domain works afterwards.
+TEST_F(CudaDomainTest, MisalignedOperandsNeverReachAKernel) {
+    constexpr size_t kCount = 1000;
+    char *a = static_cast<char *>(dev_alloc(kCount * 8 + 16));
+    char *b = static_cast<char *>(dev_alloc(kCount * 8 + 16));
+    ASSERT_TRUE(a && b);
+    std::vector<double> x(kCount), y(kCount), got(kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+        x[i] = double(i);
+        y[i] = 3.0 * double(i) + 1.0;
+    }
+    put(a + 4, x.data(), kCount * 8);  // 4 bytes off: misaligned for double
+    put(b + 12, y.data(), kCount * 8);
+    const void *srcs[2] = {a + 4, b + 12};
+    strata::Ticket t;
+    ASSERT_EQ(dom_->reduce(a + 4, srcs, 2, kCount, STRATA_DOUBLE, STRATA_OP_SUM, &t), STRATA_OK);
+    bool done = false;
+    strata::Status st = STRATA_OK;
+    while (!done && (st = dom_->poll(&t, &done)) == STRATA_OK) {
+    }
+    ASSERT_EQ(st, STRATA_OK) << "the reduction faulted (a misaligned operand reached the kernel)";
+    put(got.data(), a + 4, kCount * 8);
+    for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], 4.0 * double(i) + 1.0) << "element " << i;
+    float one = 1.0f, back = 0.0f;  // and the context still works
+    put(a, &one, sizeof one);
+    put(&back, a, sizeof back);
+    EXPECT_EQ(back, 1.0f);
+}
+
+// No device allocation or free on the steady-state path: after a first call, the same
+// reductions (misaligned operands, dst among the sources of a second launch) make no
+// new allocation.
+TEST_F(CudaDomainTest, SteadyStateReductionsAllocateNothing) {
+    constexpr int kSrcs = 11;
+    constexpr size_t kCount = 777;
+    std::vector<void *> bufs(kSrcs);
+    for (void *&p : bufs) ASSERT_NE(p = dev_alloc(kCount * 4 + 8), nullptr);
+    std::vector<const void *> srcs(bufs.begin(), bufs.end());
+    struct fakecuda_stats before {}, after {};
+    for (int round = 0; round < 6; ++round) {
+        if (round == 1 && !fake_counts(&before)) GTEST_SKIP() << "needs the fake driver's counts";
+        strata::Ticket t;
+        ASSERT_EQ(dom_->reduce(bufs[10], srcs.data(), kSrcs, kCount, STRATA_INT32, STRATA_OP_SUM, &t), STRATA_OK);
+        wait(&t);
+        const void *odd[2] = {static_cast<char *>(bufs[0]) + 2, bufs[1]};
+        ASSERT_EQ(dom_->reduce(bufs[2], odd, 2, kCount, STRATA_INT32, STRATA_OP_MAX, &t), STRATA_OK);
+        wait(&t);
+    }
+    ASSERT_TRUE(fake_counts(&after));
+    EXPECT_EQ(after.total_dev_allocs, before.total_dev_allocs) << "device memory allocated on every call";
+}
+
+// The glue's fallback staging gets page-locked host memory, reused between calls.
+TEST_F(CudaDomainTest, HostStagingIsPinnedAndReused) {
+    void *dev = dev_alloc(4096);
+    ASSERT_NE(dev, nullptr);
+    void *a = strata_host_stage_get(dev, 1000);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(strata::classify(a), MemKind::PinnedHost);
+    strata_host_stage_put(a);
+    EXPECT_EQ(strata_host_stage_get(dev, 3000), a) << "not reused";
+    void *b = strata_host_stage_get(dev, 100);  // a is taken: another one
+    EXPECT_NE(b, a);
+    strata_host_stage_put(a);
+    strata_host_stage_put(b);
+    int on_stack = 0;
+    EXPECT_EQ(strata_host_stage_get(&on_stack, 100), nullptr) << "host memory needs no staging";
+}
+
+// A driver older than the toolkit refuses the kernels (a CUDA 13 build on a 12.4
+// driver): the domain says so in one line at setup, and there is none, so strata
+// stages device buffers through the host. In a fresh process: the domain of a process
+// is made once.
+TEST(CudaDriverVersionTest, AnOlderDriverIsRefusedAtSetupInOneLine) {
+    std::string why;
+    if (strata::cuda_driver(&why) == nullptr) GTEST_SKIP() << "needs a CUDA driver: " << why;
+    struct fakecuda_stats s {};
+    if (!fake_counts(&s)) GTEST_SKIP() << "needs the fake driver (FAKECUDA_DRIVER_VERSION)";
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";  // re-run this test in a new process
+    setenv("FAKECUDA_DRIVER_VERSION", "12040", 1);
+    EXPECT_EXIT(
+        {
+            std::string w;
+            strata::MemDomain *d = strata::cuda_domain(0, &w);
+            fprintf(stderr, "domain %s: %s\n", d ? "made" : "none", w.c_str());
+            exit(d == nullptr && w.find("driver is 12.4") != std::string::npos ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "domain none: GPU path off: the CUDA driver is 12.4");
+    unsetenv("FAKECUDA_DRIVER_VERSION");
 }
 
 }  // namespace

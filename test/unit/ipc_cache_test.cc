@@ -36,6 +36,11 @@ public:
 
     strata::Status ipc_open(const IpcHandle &h, void **p) override {
         if (fail_open) return STRATA_ERR_DEVICE;
+        uint64_t want = 0;
+        std::memcpy(&want, h.bytes, sizeof want);
+        // As the driver's CUDA_ERROR_ALREADY_MAPPED: a stale mapping overlaps this one.
+        for (uintptr_t m : open)
+            if (blocks.count({opened_id[m], want})) return STRATA_ERR_DEVICE;
         ++opens;
         next_ += 0x100000;
         *p = reinterpret_cast<void *>(next_);
@@ -72,6 +77,9 @@ public:
 
     int opens = 0, closes = 0, exports = 0;
     bool fail_open = false;
+    // (old, new): allocation `new` overlaps `old`, which the peer freed; opening new
+    // fails while old is still mapped here.
+    std::set<std::pair<uint64_t, uint64_t>> blocks;
     std::set<uintptr_t> open;
     std::map<uintptr_t, uint64_t> opened_id, id_at;
 
@@ -79,12 +87,15 @@ private:
     uintptr_t next_ = 0x7000000000;
 };
 
-IpcRef ref_of(uint64_t base, uint64_t id, uint64_t offset = 0) {
+// A handle names the allocation and its process (as a real one does), so the same id
+// in two peers gives two handles.
+IpcRef ref_of(uint64_t base, uint64_t id, uint64_t offset = 0, int peer = 0) {
     IpcRef r{};
     r.base = base;
     r.buffer_id = id;
     r.offset = offset;
     std::memcpy(r.handle.bytes, &id, sizeof id);
+    std::memcpy(r.handle.bytes + sizeof id, &peer, sizeof peer);
     return r;
 }
 
@@ -92,7 +103,7 @@ class IpcCacheTest : public ::testing::Test {
 protected:
     char *map(int peer, uint64_t base, uint64_t id, uint64_t offset = 0) {
         char *p = nullptr;
-        EXPECT_EQ(cache_.map(dom_, peer, ref_of(base, id, offset), &p), STRATA_OK);
+        EXPECT_EQ(cache_.map(dom_, peer, ref_of(base, id, offset, peer), &p), STRATA_OK);
         return p;
     }
     uint64_t id_of(char *p) const { return dom_.opened_id.at(reinterpret_cast<uintptr_t>(p)); }
@@ -129,6 +140,67 @@ TEST_F(IpcCacheTest, AReallocatedAddressIsANewAllocation) {
     EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(old_map)), 0u);
     EXPECT_EQ(cache_.stats().stale, 1u);
     EXPECT_EQ(cache_.size(), 1u);
+}
+
+// The peer freed allocation 7 (at 0x1000000) and got 8 at another start, over the old
+// range: the driver refuses to map 8 while 7 is mapped (CUDA_ERROR_ALREADY_MAPPED). The
+// cache closes that peer's mappings no running call uses, and tries again.
+TEST_F(IpcCacheTest, AnOverlappingReallocationEvictsAndRetries) {
+    cache_.set_capacity(8);
+    cache_.begin_call();
+    char *old_map = map(1, 0x1000000, 7);
+    char *other_peer = map(2, 0x1000000, 3);
+    cache_.begin_call();
+    dom_.blocks.insert({7, 8});
+    char *p = nullptr;
+    ASSERT_EQ(cache_.map(dom_, 1, ref_of(0x0f00000, 8, 0, 1), &p), STRATA_OK);
+    EXPECT_EQ(id_of(p), 8u);
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(old_map)), 0u) << "the stale mapping stayed";
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(other_peer)), 1u) << "another peer's mapping was closed";
+    EXPECT_EQ(cache_.stats().stale, 1u);
+    EXPECT_EQ(cache_.size(), 2u);
+}
+
+// What a running call uses is never closed: when only such a mapping is in the way,
+// the open fails (the caller copies instead) and both stay as they were.
+TEST_F(IpcCacheTest, AnOverlapInUseIsNotClosed) {
+    cache_.set_capacity(8);
+    cache_.begin_call();
+    char *in_use = map(1, 0x1000000, 7);
+    dom_.blocks.insert({7, 8});
+    char *p = nullptr;
+    EXPECT_EQ(cache_.map(dom_, 1, ref_of(0x0f00000, 8, 0, 1), &p), STRATA_ERR_DEVICE);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(in_use)), 1u);
+}
+
+// Two communicators of one process (two caches) share the driver's one mapping of a
+// buffer, and a stale mapping that only the other one holds is closed too, when no
+// call of it uses that mapping.
+TEST_F(IpcCacheTest, CommunicatorsShareMappingsAndTheirStaleOnesGo) {
+    IpcCache other;
+    cache_.set_capacity(8);
+    other.set_capacity(8);
+    cache_.begin_call();
+    other.begin_call();
+    char *a = map(1, 0x1000000, 7);
+    char *b = nullptr;
+    ASSERT_EQ(other.map(dom_, 3, ref_of(0x1000000, 7, 0, 1), &b), STRATA_OK);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(dom_.opens, 1) << "one mapping per buffer and process";
+    cache_.begin_call();
+    other.begin_call();
+    dom_.blocks.insert({7, 8});  // the peer freed 7, and 8 overlaps it
+    char *c = nullptr;
+    ASSERT_EQ(other.map(dom_, 3, ref_of(0x0f00000, 8, 0, 1), &c), STRATA_OK);
+    EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(a)), 0u) << "the stale mapping stayed open";
+    // The first cache, hitting its entry of 7, finds it closed and maps again.
+    cache_.begin_call();
+    EXPECT_NE(map(1, 0x1000000, 7), nullptr);
+    EXPECT_EQ(dom_.opens, 3);
+    other.clear();
+    cache_.clear();
+    EXPECT_TRUE(dom_.open.empty());
 }
 
 TEST_F(IpcCacheTest, PeersAreKeptApart) {
