@@ -1,18 +1,132 @@
 // strata-info: what this node offers strata, and a live self-test of its paths.
 #include "topo/info_report.h"
+#include "topo/json_writer.h"
+#include "topo/sys_probe.h"
+
+// configure's results (STRATA_OMPI_VERSION, _SERIES, _COLL_API); no Open MPI header here.
+#include "strata_autoconf.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 namespace {
+
+// Which Open MPI this build of strata is for, which one is installed, and what that
+// Open MPI makes of the component it finds. The component of one series never loads
+// into the other (different coll interface and libraries); this says so before a
+// user meets it in a job.
+struct SeriesCheck {
+    std::string built_version = STRATA_OMPI_VERSION;  // "4.1.4"
+    std::string built_series = STRATA_OMPI_SERIES;    // "4.1"
+    std::string built_api = STRATA_OMPI_COLL_API;     // "2.0.0"
+    std::string installed;          // ompi_info's version, "" when none answered
+    std::string installed_series;   // "5.0"
+    int match = -1;                 // 1 same major series, 0 not, -1 unknown (no Open MPI)
+    bool listed = false;            // ompi_info lists coll strata
+    std::string listed_api;         // its coll API, e.g. "2.4.0"
+    std::string load_error;         // why Open MPI did not load it, if it said
+    std::string note;
+};
+
+std::string series_of(const std::string &version) {
+    size_t a = version.find('.');
+    if (a == std::string::npos) return version;
+    size_t b = version.find('.', a + 1);
+    return version.substr(0, b);
+}
+
+std::string major_of(const std::string &version) { return version.substr(0, version.find('.')); }
+
+SeriesCheck check_series(const strata::topo::Report &r, const std::string &ompi_info) {
+    SeriesCheck c;
+    if (r.ompi.found) {
+        c.installed = r.ompi.version;
+        c.installed_series = series_of(c.installed);
+        c.match = major_of(c.installed) == major_of(c.built_version) ? 1 : 0;
+    }
+    int status = -1;
+    std::string text = strata::topo::run_command(ompi_info + " --parsable 2>&1", &status);
+    std::istringstream in(text);
+    std::string line;
+    const std::string api_key = "mca:coll:strata:version:\"api:";
+    while (std::getline(in, line)) {
+        size_t k = line.find(api_key);
+        if (k != std::string::npos) {
+            c.listed = true;
+            std::string v = line.substr(k + api_key.size());
+            c.listed_api = v.substr(0, v.find('"'));
+        } else if (c.load_error.empty() && line.find("unable to open mca_coll_strata") != std::string::npos) {
+            // "[host:pid] mca_base_component_repository_open: unable to open mca_coll_strata: <why>"
+            size_t at = line.find("unable to open");
+            c.load_error = line.substr(at);
+        }
+    }
+    if (c.match < 0) {
+        c.note = "no Open MPI answered (" + ompi_info + "): cannot tell whether this build fits";
+    } else if (c.match == 0) {
+        c.note = "MISMATCH: this strata was built for Open MPI " + c.built_series + " (coll API " +
+                 c.built_api + ") but Open MPI " + c.installed +
+                 " is installed; it will not load there. Rebuild strata against Open MPI " +
+                 c.installed_series + " (./configure --with-ompi=PREFIX)";
+    } else if (!c.load_error.empty()) {
+        c.note = "Open MPI " + c.installed + " found a mca_coll_strata.so on its component path but "
+                 "could not load it (a build for another Open MPI, or a library missing); this build "
+                 "itself fits Open MPI " + c.installed_series;
+    } else if (series_of(c.installed) != c.built_series) {
+        c.note = "same major series, built against " + c.built_version + ", installed " + c.installed +
+                 ": rebuilding against the installed one is safer";
+    } else if (c.listed && c.listed_api != c.built_api) {
+        c.note = "ompi_info lists a coll strata with API " + c.listed_api + ", not this build's " +
+                 c.built_api + ": an older build is installed where Open MPI looks";
+    } else {
+        c.note = "this build matches the installed Open MPI";
+    }
+    return c;
+}
+
+std::string series_table(const SeriesCheck &c) {
+    char buf[512];
+    std::string o = "Open MPI series\n";
+    std::snprintf(buf, sizeof buf, "  %-22s %s (Open MPI %s, coll API %s)\n", "built for",
+                  c.built_series.c_str(), c.built_version.c_str(), c.built_api.c_str());
+    o += buf;
+    std::snprintf(buf, sizeof buf, "  %-22s %s\n", "installed",
+                  c.installed.empty() ? "none found" : ("Open MPI " + c.installed).c_str());
+    o += buf;
+    std::string comp = c.listed ? "coll strata listed by ompi_info (API " + c.listed_api + ")"
+                                : "coll strata not listed by ompi_info (not on its component path, or refused)";
+    std::snprintf(buf, sizeof buf, "  %-22s %s\n", "component", comp.c_str());
+    o += buf;
+    if (!c.load_error.empty()) {
+        std::snprintf(buf, sizeof buf, "  %-22s %.300s\n", "load error", c.load_error.c_str());
+        o += buf;
+    }
+    o += "  " + c.note + "\n";
+    return o;
+}
+
+// "ompi_series": {...}, for the JSON report (an extra member of the top object).
+std::string series_json_member(const SeriesCheck &c) {
+    strata::topo::JsonWriter w;
+    w.begin_object().key("ompi_series").begin_object()
+        .kv("built_for", c.built_series).kv("built_version", c.built_version).kv("coll_api", c.built_api)
+        .kv_or_null("installed", c.installed).key("match");
+    if (c.match < 0) w.null(); else w.boolean(c.match > 0);
+    w.kb("component_listed", c.listed).kv_or_null("component_api", c.listed_api)
+        .kv_or_null("load_error", c.load_error).kv("note", c.note).end_object().end_object();
+    const std::string &t = w.text();
+    return t.substr(1, t.size() - 2);
+}
 
 void usage(FILE *f) {
     std::fprintf(f,
                  "usage: strata-info [--json] [--selftest] [--ranks-per-node N] [--ompi-info PATH]\n"
                  "\n"
-                 "Reports what this node offers strata: build, Open MPI, CPUs and memory,\n"
+                 "Reports what this node offers strata: build, Open MPI (the series strata\n"
+                 "was built for, and whether the installed one matches), CPUs and memory,\n"
                  "GPUs (CUDA driver and NVML loaded at run time), NICs and the rail each\n"
                  "local rank would use, UCX, GPUDirect RDMA and /dev/shm.\n"
                  "\n"
@@ -63,6 +177,15 @@ int main(int argc, char **argv) {
     }
     strata::topo::gather_report(&r, rpn, nullptr, ompi_info);
     std::string out = json ? strata::topo::render_json(r) : strata::topo::render_table(r);
+    SeriesCheck sc = check_series(r, ompi_info);
+    if (json) {
+        size_t end = out.rfind('}');
+        if (end != std::string::npos) out.insert(end, "," + series_json_member(sc));
+    } else {
+        size_t at = out.find("\nCPU and memory\n");
+        if (at != std::string::npos) out.insert(at + 1, series_table(sc) + "\n");
+        else out += "\n" + series_table(sc);
+    }
     std::fputs(out.c_str(), stdout);
     return ok ? 0 : 1;
 }

@@ -274,7 +274,7 @@ void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: %d: %s %zu B cid %d: fallback (%s)",
                     ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, bytes,
-                    (int) comm->c_contextid, why);
+                    MCA_COLL_STRATA_CID(comm), why);
     } else if (first_time(why)) {
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: %d: %s falls back to the previous module: %s "

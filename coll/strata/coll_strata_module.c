@@ -1,16 +1,16 @@
 /*
- * coll_strata_module.c - comm_query, enable (capture of the previous module) and
- * the lifetime of the strata team attached to a communicator.
+ * coll_strata_module.c - comm_query, enable (capture of the previous module),
+ * disable (Open MPI 5.0) and the lifetime of the strata team attached to a
+ * communicator. The series differences live in coll_strata_compat.h; this file only
+ * adds the 5.0 disable.
  */
 #include "coll_strata.h"
 
 #include <string.h>
 #include <strings.h>
 
-#include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
-#include "ompi/mca/rte/rte.h"
 
 static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
 {
@@ -21,8 +21,9 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
     m->rs_counts = NULL;
 }
 
-/* Releases whatever enable captured; also runs when enable failed half way. */
-static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *m)
+/* Releases whatever enable captured and the team; safe to call again (5.0 calls
+ * disable once per collective slot the module holds, then the destructor runs). */
+static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
 {
     strata_team_destroy(m->team);
     m->team = NULL;
@@ -32,6 +33,7 @@ static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *m)
     if (NULL != m->prev.name##_module) {                \
         OBJ_RELEASE(m->prev.name##_module);             \
         m->prev.name##_module = NULL;                   \
+        m->prev.name = NULL;                            \
     }
     STRATA_RELEASE_PREV(allreduce);
     STRATA_RELEASE_PREV(allgather);
@@ -45,13 +47,51 @@ static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *m)
 #undef STRATA_RELEASE_PREV
 }
 
+/* Also runs when enable failed half way, or when the module was never enabled. */
+static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *m)
+{
+    mca_coll_strata_module_release(m);
+}
+
+#if MCA_COLL_STRATA_HAVE_MODULE_DISABLE
+/*
+ * Open MPI 5.0: the base calls disable while it takes the communicator's
+ * collectives apart (mca_coll_base_comm_unselect), once for each slot this module
+ * still holds, before it drops its references. Giving back the previous modules
+ * and the team here, as coll/han does, lets those modules go in the order the base
+ * expects instead of at our destructor; later calls find nothing left.
+ */
+static int mca_coll_strata_module_disable(mca_coll_base_module_t *module,
+                                          struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
+    if (NULL != m->team || NULL != m->prev.allreduce_module) {
+        opal_output_verbose(2, mca_coll_strata_component.output,
+                            "coll:strata: disabled on %s (cid %d)", comm->c_name,
+                            MCA_COLL_STRATA_CID(comm));
+    }
+    mca_coll_strata_module_release(m);
+    m->comm = NULL;
+    return OMPI_SUCCESS;
+}
+#else
+#define mca_coll_strata_module_disable NULL
+#endif
+
 OBJ_CLASS_INSTANCE(mca_coll_strata_module_t, mca_coll_base_module_t,
                    mca_coll_strata_module_construct, mca_coll_strata_module_destruct);
 
+/* A component built for the other Open MPI series declines here, with one line,
+ * before any series-specific struct is used. */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
+    char why[256];
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
+    if (!mca_coll_strata_runtime_series_ok(why, sizeof why)) {
+        opal_output(0, "coll:strata: declining: %s", why);
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
     return OMPI_SUCCESS;
 }
 
@@ -59,13 +99,14 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
 static int comm_opted_out(struct ompi_communicator_t *comm)
 {
     opal_info_t *info = MCA_COLL_STRATA_COMM_INFO(comm);
-    char value[32];
+    char value[32] = "";
     int flag = 0;
 
     if (NULL == info) {
         return 0;
     }
-    if (OPAL_SUCCESS != opal_info_get(info, "strata", (int) sizeof(value) - 1, value, &flag) || !flag) {
+    if (OPAL_SUCCESS != mca_coll_strata_info_get(info, "strata", value, (int) sizeof(value), &flag) ||
+        !flag) {
         return 0;
     }
     return 0 == strcasecmp(value, "off") || 0 == strcasecmp(value, "false") ||
@@ -95,7 +136,7 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
     if (NULL != why) {
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: declining communicator %s (cid %d): %s",
-                            comm->c_name, (int) comm->c_contextid, why);
+                            comm->c_name, MCA_COLL_STRATA_CID(comm), why);
         return NULL;
     }
 
@@ -105,7 +146,7 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
     }
     *priority = mca_coll_strata_component.priority;
     m->super.coll_module_enable = mca_coll_strata_module_enable;
-    m->super.ft_event = NULL;
+    MCA_COLL_STRATA_MODULE_SERIES_INIT(m, mca_coll_strata_module_disable);
     m->super.coll_allreduce = mca_coll_strata_allreduce;
     m->super.coll_allgather = mca_coll_strata_allgather;
     m->super.coll_allgatherv = mca_coll_strata_allgatherv;
@@ -131,7 +172,7 @@ static int node_key_of(struct ompi_communicator_t *comm)
 }
 
 /*
- * In 4.1 the base copies our function pointers into comm->c_coll after this returns
+ * In 4.1 and 5.0 the base copies our function pointers into comm->c_coll after this returns
  * OMPI_SUCCESS, and enables modules in increasing priority, so comm->c_coll holds
  * what strata replaces. Capture (and retain) every one before anything else; a
  * missing one disables strata on this communicator (the destructor releases what
@@ -191,7 +232,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
     opal_output_verbose(1, mca_coll_strata_component.output,
                         "coll:strata: %d: enabled on %s (cid %d, %d ranks, node key %d)",
                         ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), comm->c_name,
-                        (int) comm->c_contextid, ompi_comm_size(comm), node_key_of(comm));
+                        MCA_COLL_STRATA_CID(comm), ompi_comm_size(comm), node_key_of(comm));
     return OMPI_SUCCESS;
 }
 

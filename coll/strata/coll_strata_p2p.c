@@ -164,11 +164,7 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->cancel = mca_coll_strata_cancel;
     t->agree_min = mca_coll_strata_agree_min;
     t->allgather_int = mca_coll_strata_allgather_int;
-    /* Whether the PML takes GPU memory: the build of Open MPI decides, the same on
-     * every rank of a job. Debian's is not CUDA-aware (MPIX_CUDA_AWARE_SUPPORT 0). */
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    t->device_capable = MPIX_Query_cuda_support();
-#else
-    t->device_capable = 0;
-#endif
+    /* Whether the PML takes GPU memory: the Open MPI build and its settings decide,
+     * the same on every rank of a job (coll_strata_compat.h; Debian's is not). */
+    t->device_capable = mca_coll_strata_stack_cuda_aware();
 }
