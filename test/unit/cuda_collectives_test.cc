@@ -290,9 +290,9 @@ struct Rank {
     template <class T, class Fn>
     std::string run_one(const std::string &what, const Call<T> &c, Fn fn) {
         CallMemory mem(gpu);
-        void *s = c.in_place ? nullptr : mem.upload(c.send);
+        void *s = c.in_place ? const_cast<void *>(STRATA_IN_PLACE) : mem.upload(c.send);
         void *r = mem.upload(c.recv);
-        if ((!c.in_place && s == nullptr) || r == nullptr) return "device buffers";
+        if (s == nullptr || r == nullptr) return "device buffers";
         const strata_status_t st = fn(s, r);
         if (st != STRATA_OK) {  // its peers may now wait for ever: say it at once
             fprintf(stderr, "rank %d: %s returned status %d\n", me, what.c_str(), int(st));
