@@ -76,9 +76,7 @@ private:
 // For the glue's fallback staging (C): page-locked host memory of at least bytes to
 // stage device_buf (device memory) through, reused between calls; NULL when
 // device_buf is not device memory or none could be had (then stage through malloc).
-// Give it back with strata_host_stage_put. Declared here until src/strata_device.h
-// (the glue's header) carries them.
-extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes);
-extern "C" void strata_host_stage_put(void *p);
+// Give it back with strata_host_stage_put (declared for the glue in src/strata_device.h).
+#include "strata_device.h"
 
 #endif

@@ -31,6 +31,13 @@ int strata_buffer_kind(const void *ptr);
  * memory where strata hands a call to the previous component. */
 int strata_device_copy(void *dst, const void *src, size_t bytes);
 
+/* Page-locked host memory of at least bytes to stage device_buf (device memory)
+ * through, reused between calls (the glue's fallback staging); NULL when device_buf is
+ * not device memory or none could be had: then stage through malloc. Give it back with
+ * strata_host_stage_put. Thread-safe. */
+void *strata_host_stage_get(const void *device_buf, size_t bytes);
+void strata_host_stage_put(void *p);
+
 #ifdef __cplusplus
 }
 #endif

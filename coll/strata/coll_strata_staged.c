@@ -20,12 +20,24 @@
 /* One buffer region [dev + lo, dev + lo + len) and its host copy. */
 typedef struct staged {
     char *dev;      /* the caller's device pointer; NULL when nothing is staged */
-    char *host;     /* malloc'ed copy of the region */
+    char *host;     /* host copy of the region: pinned (strata_host_stage_get) or malloc'ed */
+    int pinned;
     ptrdiff_t lo;
     size_t len;
 } staged_t;
 
-#define STAGED_INIT { NULL, NULL, 0, 0 }
+#define STAGED_INIT { NULL, NULL, 0, 0, 0 }
+
+static void release_host(staged_t *s)
+{
+    if (s->pinned) {
+        strata_host_stage_put(s->host);
+    } else {
+        free(s->host);
+    }
+    s->host = NULL;
+    s->pinned = 0;
+}
 
 static int is_device(const void *p)
 {
@@ -69,7 +81,12 @@ static int stage_in(void *buf, ptrdiff_t lo, size_t len, staged_t *s, void **use
     if (0 == len || !is_device(buf)) {
         return MPI_SUCCESS;
     }
-    s->host = malloc(len);
+    /* Page-locked and reused where the core can (fast, asynchronous-capable copies). */
+    s->host = strata_host_stage_get(buf, len);
+    s->pinned = NULL != s->host;
+    if (NULL == s->host) {
+        s->host = malloc(len);
+    }
     if (NULL == s->host) {
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: cannot allocate %zu bytes to stage a device buffer", len);
@@ -79,7 +96,7 @@ static int stage_in(void *buf, ptrdiff_t lo, size_t len, staged_t *s, void **use
     s->lo = lo;
     s->len = len;
     if (0 != strata_device_copy(s->host, s->dev + lo, len)) {
-        free(s->host);
+        release_host(s);
         s->host = NULL;
         s->dev = NULL;
         return MPI_ERR_INTERN;
@@ -95,8 +112,7 @@ static int stage_out(staged_t *s, int copy_back, int rc)
         0 != strata_device_copy(s->dev + s->lo, s->host, s->len)) {
         rc = MPI_ERR_INTERN;
     }
-    free(s->host);
-    s->host = NULL;
+    release_host(s);
     s->dev = NULL;
     return rc;
 }
