@@ -354,7 +354,8 @@ const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const vo
 }
 
 
-int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out)
+/* count elements of dt <-> their size x count packed bytes (to_packed says which way). */
+static int convert(const void *buf, int count, struct ompi_datatype_t *dt, void *packed, int to_packed)
 {
     size_t size = 0;
     ompi_datatype_type_size(dt, &size);
@@ -364,18 +365,17 @@ int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt,
     if ((size_t) count * size > (size_t) INT_MAX) {
         return MPI_ERR_COUNT;
     }
-    return mca_coll_strata_pack_block(buf, count, dt, out, (int) ((size_t) count * size), MPI_BYTE);
+    return to_packed ? mca_coll_strata_pack_block(buf, count, dt, packed, (int) ((size_t) count * size), MPI_BYTE)
+                     : mca_coll_strata_pack_block(packed, (int) ((size_t) count * size), MPI_BYTE, (void *) buf,
+                                                  count, dt);
+}
+
+int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out)
+{
+    return convert(buf, count, dt, out, 1);
 }
 
 int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt)
 {
-    size_t size = 0;
-    ompi_datatype_type_size(dt, &size);
-    if (0 == count || 0 == size) {
-        return MPI_SUCCESS;
-    }
-    if ((size_t) count * size > (size_t) INT_MAX) {
-        return MPI_ERR_COUNT;
-    }
-    return mca_coll_strata_pack_block(in, (int) ((size_t) count * size), MPI_BYTE, buf, count, dt);
+    return convert(buf, count, dt, (void *) in, 0);
 }
