@@ -273,6 +273,19 @@ extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes) {
     return p;
 }
 
+extern "C" void strata_host_stage_release(void) {
+    HostStage &h = host_stage();
+    std::lock_guard<std::mutex> g(h.mu);
+    for (auto it = h.bufs.begin(); it != h.bufs.end();) {
+        if (it->used) {
+            ++it;
+            continue;
+        }
+        it->dom->release_host(it->p);
+        it = h.bufs.erase(it);
+    }
+}
+
 extern "C" void strata_host_stage_put(void *p) {
     HostStage &h = host_stage();
     std::lock_guard<std::mutex> g(h.mu);

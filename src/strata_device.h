@@ -37,6 +37,8 @@ int strata_device_copy(void *dst, const void *src, size_t bytes);
  * strata_host_stage_put. Thread-safe. */
 void *strata_host_stage_get(const void *device_buf, size_t bytes);
 void strata_host_stage_put(void *p);
+/* Frees every staging buffer not in use (the component's close, at MPI_Finalize). */
+void strata_host_stage_release(void);
 
 #ifdef __cplusplus
 }

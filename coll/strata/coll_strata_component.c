@@ -16,6 +16,7 @@
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
+#include "strata_device.h"
 
 const char *mca_coll_strata_component_version_string =
     "strata collective component version " STRATA_VERSION;
@@ -331,6 +332,7 @@ static int mca_coll_strata_open(void)
 
 static int mca_coll_strata_close(void)
 {
+    strata_host_stage_release();
     strata_set_logger(NULL);
     if (0 <= mca_coll_strata_component.output) {
         opal_output_close(mca_coll_strata_component.output);
