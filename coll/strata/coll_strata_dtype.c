@@ -311,11 +311,11 @@ int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *
     if (STRATA_ERR_BROKEN == st) {
         opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) refused: an earlier call "
                     "on it failed (%s); this communicator takes no more collectives",
-                    ompi_comm_rank(m->comm), coll, m->comm->c_name, (int) m->comm->c_contextid,
+                    ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
                     '\0' != detail[0] ? detail : "see above");
     } else {
         opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) failed: %s",
-                    ompi_comm_rank(m->comm), coll, m->comm->c_name, (int) m->comm->c_contextid,
+                    ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
                     '\0' != detail[0] ? detail : strata_status_name(st));
     }
     return err;
