@@ -37,6 +37,10 @@ int strata_device_copy(void *dst, const void *src, size_t bytes);
  * strata_host_stage_put. Thread-safe. */
 void *strata_host_stage_get(const void *device_buf, size_t bytes);
 void strata_host_stage_put(void *p);
+/* With STRATA_CUDA_REPORT=1 set and a GPU domain made: prints strata's own GPU memory
+ * ("strata cuda usage: ..."), once per process (else at exit). */
+void strata_cuda_report(void);
+
 /* Frees every staging buffer not in use (the component's close, at MPI_Finalize). */
 void strata_host_stage_release(void);
 

@@ -47,7 +47,11 @@ Usage &usage() {
     return *u;
 }
 
+// Once per process: at the component's close (MPI_Finalize, where Open MPI 5 still
+// forwards the output) or else at exit.
+std::atomic<bool> g_report_armed{false}, g_reported{false};
 void report_usage() {
+    if (!g_report_armed.load() || g_reported.exchange(true)) return;
     const CudaUsage u = cuda_usage();
     std::fprintf(stderr,
                  "strata cuda usage: pid=%ld device_allocs=%lld device_bytes=%lld peak_bytes=%lld ipc_mapped=%lld "
@@ -521,6 +525,7 @@ MemDomain *cuda_domain(int device, std::string *why) {
     static bool reported = false;
     if (getenv("STRATA_CUDA_REPORT") != nullptr && strcmp(getenv("STRATA_CUDA_REPORT"), "0") != 0 && !reported) {
         reported = true;
+        g_report_armed = true;
         atexit(report_usage);
     }
     if (domains[device] == nullptr && failed[device].empty()) {
@@ -589,3 +594,5 @@ CudaUsage cuda_usage() { return CudaUsage{0, 0, 0, 0, 0, 0, 0}; }
 }  // namespace strata
 
 #endif
+
+extern "C" void strata_cuda_report(void) { strata::report_usage(); }
