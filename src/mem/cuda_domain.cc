@@ -574,6 +574,8 @@ CudaUsage cuda_usage() {
 
 }  // namespace strata
 
+extern "C" void strata_cuda_report(void) { strata::report_usage(); }
+
 #else  // !STRATA_HAVE_CUDA
 
 namespace strata {
@@ -593,6 +595,6 @@ CudaUsage cuda_usage() { return CudaUsage{0, 0, 0, 0, 0, 0, 0}; }
 
 }  // namespace strata
 
-#endif
+extern "C" void strata_cuda_report(void) {}  // no GPU domain was ever made
 
-extern "C" void strata_cuda_report(void) { strata::report_usage(); }
+#endif
