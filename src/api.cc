@@ -374,18 +374,22 @@ strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *re
 }
 
 strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
-                                 const char *why, size_t call_bytes) {
+                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op) {
     if (!team || coll < 0 || coll >= STRATA_COLL_COUNT) return status;
     Team &t = *static_cast<Team *>(team);
-    // Arguments whose size is the call's, as its peers see it (call_bytes), so that
-    // every decision before the failure is theirs.
-    const size_t n = size_t(t.size());
-    std::vector<size_t> per(n, call_bytes / n);
-    per[0] += call_bytes % n;
+    // Arguments whose size, type and op are the call's, as its peers see them, so that
+    // every decision before the failure is theirs (a reduction's type decides whether
+    // the GPU has a kernel for it).
+    const size_t n = size_t(t.size()), es = strata_dtype_size(dtype) ? strata_dtype_size(dtype) : 1;
+    const size_t elems = call_bytes / es;
+    std::vector<size_t> per(n, elems / n);
+    per[0] += elems % n;
     CollArgs a;
     a.local = status < 0 ? status : STRATA_ERR_ARG;
     a.why = why;
-    a.count = call_bytes > 0 ? call_bytes : 1;
+    a.dtype = dtype;
+    a.op = op;
+    a.count = elems > 0 ? elems : 1;
     a.counts = per.data();
     a.send_counts = per.data();
     a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;

@@ -152,9 +152,6 @@ Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *hos
 }
 
 Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
-    // Every call passes here first (api.cc): this thread's previous call has ended, so
-    // the IPC mappings it used may be closed for an overlapping allocation.
-    IpcCache::thread_call_begins();
     active_ = false;
     out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;

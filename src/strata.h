@@ -166,14 +166,14 @@ void strata_team_destroy(strata_team_t *team);
 
 /* This rank cannot take part in the current call (status says why, why is one line;
  * call_bytes: the size of the call as every rank sees it, bytes received in all, 0 for
- * alltoallv):
+ * alltoallv; dtype and op: a reduction's, STRATA_BYTE and STRATA_OP_SUM otherwise):
  * its peers are told, so they return an error instead of waiting for it (node peers
  * at once, other nodes by a message), and the team takes no further calls. Collective
  * in the sense that every rank of the call must reach a strata entry point. Returns
  * status, or STRATA_FALLBACK when the team hands this call back (its peers run the
  * previous component: so must this rank, with its own arguments). */
 strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
-                                 const char *why, size_t call_bytes);
+                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op);
 
 /* The last error of this team, one line (what, call number, collective, peer), or "". */
 const char *strata_team_last_error(const strata_team_t *team);

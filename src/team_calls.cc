@@ -49,6 +49,9 @@ Status Team::begin_call(strata_coll_t coll, uint32_t sig) {
     sig_ = sig;
     mapped_call_ = false;
     last_error_.clear();
+    // This thread's previous call has ended: the IPC mappings it used, in any team, may
+    // be closed for an overlapping allocation.
+    IpcCache::thread_call_begins();
     const int me = layout_.my_local();
     __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).

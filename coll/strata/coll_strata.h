@@ -154,6 +154,10 @@ int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *
  * instead (the caller then falls back with its own arguments, as its peers do). */
 int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
                          strata_status_t st, const char *why, size_t call_bytes, int *served);
+/* The same for a reduction, whose type and op every rank's decisions depend on. */
+int mca_coll_strata_fail_reduction(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
+                                   strata_status_t st, const char *why, size_t call_bytes,
+                                   strata_dtype_t dtype, strata_op_t op, int *served);
 /* count elements of dt at buf, packed into out (size x count bytes), and back; device
  * buffers go through host memory. MPI_ERR_COUNT above INT_MAX bytes. */
 int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out);

@@ -40,7 +40,8 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
                 int served;
                 free(p.send);
                 free(p.recv);
-                rc = mca_coll_strata_fail(m, STRATA_COLL_ALLREDUCE, "allreduce", st, bad, bytes, &served);
+                rc = mca_coll_strata_fail_reduction(m, STRATA_COLL_ALLREDUCE, "allreduce", st, bad, bytes, sdt, sop,
+                                                    &served);
                 return served ? rc : mca_coll_strata_prev_allreduce(m, sbuf, rbuf, count, dtype, op);
             }
             st = strata_allreduce(m->team, p.send, p.recv, (size_t) count * per, sdt, sop);

@@ -324,7 +324,14 @@ int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *
 int mca_coll_strata_fail(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
                          strata_status_t st, const char *why, size_t call_bytes, int *served)
 {
-    st = strata_fail_call(m->team, coll, st, why, call_bytes);
+    return mca_coll_strata_fail_reduction(m, coll, name, st, why, call_bytes, STRATA_BYTE, STRATA_OP_SUM, served);
+}
+
+int mca_coll_strata_fail_reduction(mca_coll_strata_module_t *m, strata_coll_t coll, const char *name,
+                                   strata_status_t st, const char *why, size_t call_bytes,
+                                   strata_dtype_t dtype, strata_op_t op, int *served)
+{
+    st = strata_fail_call(m->team, coll, st, why, call_bytes, dtype, op);
     *served = STRATA_FALLBACK != st;
     return mca_coll_strata_status_to_mpi(st, m, name);
 }

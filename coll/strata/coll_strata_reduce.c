@@ -38,7 +38,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
                 int served;
                 free(p.send);
                 free(p.recv);
-                rc = mca_coll_strata_fail(m, STRATA_COLL_REDUCE, "reduce", st, bad, bytes, &served);
+                rc = mca_coll_strata_fail_reduction(m, STRATA_COLL_REDUCE, "reduce", st, bad, bytes, sdt, sop, &served);
                 return served ? rc : mca_coll_strata_prev_reduce(m, sbuf, rbuf, count, dtype, op, root);
             }
             st = strata_reduce(m->team, p.send, is_root ? p.recv : NULL, (size_t) count * per, sdt, sop, root);

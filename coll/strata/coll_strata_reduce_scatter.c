@@ -45,7 +45,8 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
             int served;
             free(p.send);
             free(p.recv);
-            *rc = mca_coll_strata_fail(m, STRATA_COLL_REDUCE_SCATTER, name, st, bad, total * size, &served);
+            *rc = mca_coll_strata_fail_reduction(m, STRATA_COLL_REDUCE_SCATTER, name, st, bad, total * size, sdt,
+                                                 sop, &served);
             return served ? NULL : mca_coll_strata_why_core_declined;
         }
         for (i = 0; i < n; ++i) {
