@@ -3,9 +3,10 @@
 #include <vector>
 
 #include "algo/algo.h"
+#include "call.h"
 #include "mem/domain.h"
 #include "mem/ops.h"
-#include "mem/cuda_domain.h"
+#include "mem/device.h"
 #include "stage.h"
 
 namespace strata {
@@ -71,7 +72,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
     const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
                          coll == STRATA_COLL_REDUCE;
-    if (reduces && team.device() && !cuda_reduce_supported(args.dtype, args.op)) {
+    if (reduces && team.device() && !device_reduce_supported(args.dtype, args.op)) {
         log(2, "%s: no GPU kernel for %s/%s: handed back", strata_coll_name(coll),
             strata_dtype_name(args.dtype), strata_op_name(args.op));
         return STRATA_FALLBACK;
@@ -85,39 +86,47 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
     int alg = team.config().algorithm[coll];
-    if (alg < 0 || alg >= table.count) alg = table.choose(team, args);
+    if (alg < 0 || alg >= table.count) alg = table.find(table.choose(team, args));
+    if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the built-in rule named no algorithm of the table");
 
-    STRATA_CHECK(team.begin_call(coll, uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig));
+    Call &call = team.blocking_call();
+    STRATA_CHECK(team.begin_call(call, coll, uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig));
     if (args.local != STRATA_OK) return team.fail_call(args.local, args.why ? args.why : status_name(args.local));
     auto failed = [&](Status err, const char *what) {
         return team.broken() ? err : team.fail_call(err, std::string(what) + ": " + status_name(err));
     };
 
-    // A rank's buffers that are not of the team's memory kind are staged; the
-    // schedule is the one every rank builds, whatever its buffers are.
+    // A rank's buffers that are not of the team's memory kind are copied (stage.h);
+    // the algorithm's schedule is the one every rank builds, whatever its buffers
+    // are, and runs between the copies in and the copies out.
     CollArgs work = args;
-    Staging &staging = team.staging();
-    st = staging.enter(coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work);
+    Staging &copies = call.copies();
+    st = copies.enter(coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work);
     if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
-    const bool staged = staging.active();
-
-    Schedule &s = team.schedule();
-    s.clear();
-    if (team.staged_transfers()) {
-        team.bounce().reset();
-        s.stage_transfers(&team.domain(), &team.bounce());
+    const bool staged = copies.active();
+    Schedule &s = call.schedule();
+    const StepId in = copies.copy_in(s);
+    // Node peers may map this rank's copy and read it as soon as it is posted, which
+    // happens while the schedule is built (Team::map_local_buffers): on a device team
+    // the copy is made first.
+    if (in != kNoStep && team.device()) {
+        st = call.run();
+        if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
     }
-    st = table.algorithms[alg].build(team, work);
-    if (st == STRATA_OK) st = s.run(team.transport(), &team);
+    s.start_after(in);
+    if (team.staged_transfers()) s.stage_transfers(&team.domain(), &call.bounce());
+    st = table.algorithms[alg].build(call, work);
+    if (st == STRATA_OK) {
+        copies.copy_out(s, {s.join_all()});
+        st = call.run();
+    }
     if (st != STRATA_OK) return failed(st, table.algorithms[alg].name);
-    st = staging.leave();
-    if (st != STRATA_OK) return failed(st, "copying the result out of staging");
     STRATA_CHECK(team.end_call());
-    team.count_call(coll, alg);
+    team.count_call(coll, alg, table.algorithms[alg].name);
     log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
         table.algorithms[alg].name, team.device() ? " in GPU memory" : "",
-        team.mapped_call() ? ", local peers' buffers read in place (IPC)" : "",
+        call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
         !staged ? "" : team.device() ? ", host buffers staged through the GPU"
                                      : ", device buffers staged through host");
     return STRATA_OK;
@@ -401,6 +410,10 @@ const char *strata_team_last_error(const strata_team_t *team) {
     if (!team) return "";
     const Team &t = *static_cast<const Team *>(team);
     return !t.last_error().empty() ? t.last_error().c_str() : t.first_failure().c_str();
+}
+
+const char *strata_team_last_algorithm(const strata_team_t *team) {
+    return team ? static_cast<const Team *>(team)->last_algorithm() : nullptr;
 }
 
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg) {

@@ -30,10 +30,11 @@ void Schedule::report_stall(const std::vector<StepId> &active) const {
         ++shown;
         if (s.kind == Kind::Wait) {
             log(1, "  step %zu: wait flag %p for %llu, holds %llu", i, static_cast<void *>(s.flag),
-                static_cast<unsigned long long>(s.value),
+                static_cast<unsigned long long>(num_.base + s.value),
                 static_cast<unsigned long long>(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE)));
         } else {
-            log(1, "  step %zu: %s peer %d tag %d bytes %zu", i, kinds[int(s.kind)], s.peer, s.tag, s.n);
+            log(1, "  step %zu: %s peer %d tag %d bytes %zu", i, kinds[int(s.kind)], s.peer, num_.tag_base | s.tag,
+                s.n);
         }
     }
 }
@@ -69,6 +70,8 @@ char *BouncePool::take(MemDomain &dom, size_t bytes) {
 }
 
 void Schedule::clear() {
+    entry_ = kNoStep;
+    num_ = Numbering{};
     bounce_dom_ = nullptr;
     bounce_ = nullptr;
     build_error_ = STRATA_OK;
@@ -81,8 +84,12 @@ void Schedule::clear() {
 StepId Schedule::add(Step s, const Deps &deps) {
     s.state = State::Waiting;
     s.dep_begin = static_cast<uint32_t>(deps_.size());
-    s.dep_count = static_cast<uint32_t>(deps.ids().size());
-    deps_.insert(deps_.end(), deps.ids().begin(), deps.ids().end());
+    if (deps.ids().empty() && entry_ != kNoStep) {
+        deps_.push_back(entry_);
+    } else {
+        deps_.insert(deps_.end(), deps.ids().begin(), deps.ids().end());
+    }
+    s.dep_count = static_cast<uint32_t>(deps_.size() - s.dep_begin);
     s.req = nullptr;
     s.ticket = Ticket{};
     steps_.push_back(s);
@@ -187,6 +194,31 @@ StepId Schedule::join(const Deps &deps) {
     return add(s, deps);
 }
 
+StepId Schedule::join_all() {
+    // The steps nothing depends on yet are the ends of every path built so far.
+    std::vector<bool> needed(steps_.size(), false);
+    for (StepId d : deps_) needed[d] = true;
+    Deps ends;
+    for (size_t i = 0; i < steps_.size(); ++i)
+        if (!needed[i]) ends.add(static_cast<StepId>(i));
+    if (ends.ids().empty() && entry_ != kNoStep) ends.add(entry_);
+    Step s{};
+    s.kind = Kind::Nop;
+    const StepId saved = entry_;
+    entry_ = kNoStep;  // an empty schedule: a join of nothing
+    const StepId id = add(s, ends);
+    entry_ = saved;
+    return id;
+}
+
+void Schedule::rewind() {
+    for (Step &s : steps_) {
+        s.state = State::Waiting;
+        s.req = nullptr;
+        s.ticket = Ticket{};
+    }
+}
+
 
 // Starts or polls one step whose dependencies are complete.
 Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
@@ -204,15 +236,15 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
                                            s.n, s.dtype, s.op, &s.ticket));
                 break;
             case Kind::Send:
-                if (tp.isend(tp.ctx, s.src, s.n, s.peer, s.tag, &s.req) != 0)
+                if (tp.isend(tp.ctx, s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req) != 0)
                     return fail(STRATA_ERR_COMM, "isend");
                 break;
             case Kind::Recv:
-                if (tp.irecv(tp.ctx, s.dst, s.n, s.peer, s.tag, &s.req) != 0)
+                if (tp.irecv(tp.ctx, s.dst, s.n, s.peer, num_.tag_base | s.tag, &s.req) != 0)
                     return fail(STRATA_ERR_COMM, "irecv");
                 break;
             case Kind::Signal:
-                __atomic_store_n(s.flag, s.value, __ATOMIC_RELEASE);
+                __atomic_store_n(s.flag, num_.base + s.value, __ATOMIC_RELEASE);
                 s.state = State::Done;
                 *moved = true;
                 return STRATA_OK;
@@ -244,7 +276,7 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
             break;
         }
         case Kind::Wait:
-            done = flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), s.value);
+            done = flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), num_.base + s.value);
             break;
         default:
             done = true;
@@ -267,11 +299,11 @@ StepInfo Schedule::info(StepId id) const {
     i.kind = kinds[int(s.kind)];
     if (s.kind == Kind::Send || s.kind == Kind::Recv) {
         i.peer = s.peer;
-        i.tag = s.tag;
+        i.tag = num_.tag_base | s.tag;
         i.bytes = s.n;
     } else if (s.kind == Kind::Wait) {
         i.flag = s.flag;
-        i.value = s.value;
+        i.value = num_.base + s.value;
         i.holds = __atomic_load_n(s.flag, __ATOMIC_ACQUIRE);
     }
     return i;
@@ -294,7 +326,8 @@ void Schedule::abandon(const strata_transport_t &tp) {
     }
 }
 
-Status Schedule::run(const strata_transport_t &tp, RunWatch *watch) {
+Status Schedule::run(const strata_transport_t &tp, RunWatch *watch, Numbering num) {
+    num_ = num;
     const Status st = run_steps(tp, watch);
     if (st != STRATA_OK) abandon(tp);
     return st;
@@ -304,9 +337,14 @@ Status Schedule::run_steps(const strata_transport_t &tp, RunWatch *watch) {
     if (build_error_ != STRATA_OK) return fail(build_error_, "bounce buffers for the staged transport");
     const size_t n = steps_.size();
     std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
+    size_t done = 0;
     for (size_t i = 0; i < n; ++i) {
-        pending[i] = steps_[i].dep_count;
-        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) ++first_dependent[deps_[steps_[i].dep_begin + d] + 1];
+        done += steps_[i].state == State::Done;  // by an earlier run
+        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) {
+            const StepId dep = deps_[steps_[i].dep_begin + d];
+            ++first_dependent[dep + 1];
+            pending[i] += steps_[dep].state != State::Done;
+        }
     }
     for (size_t i = 0; i < n; ++i) first_dependent[i + 1] += first_dependent[i];
     {
@@ -317,9 +355,8 @@ Status Schedule::run_steps(const strata_transport_t &tp, RunWatch *watch) {
     }
     std::vector<StepId> active, next;
     for (size_t i = 0; i < n; ++i)
-        if (pending[i] == 0) active.push_back(static_cast<StepId>(i));
+        if (pending[i] == 0 && steps_[i].state != State::Done) active.push_back(static_cast<StepId>(i));
 
-    size_t done = 0;
     int idle = 0;
     double last_progress = 0;
     bool reported = false;

@@ -61,6 +61,14 @@ private:
 
 class Schedule;
 
+// Where a schedule's relative numbers land when it runs: flag values (signal, wait)
+// are shifted by base, tags are or'ed with tag_base. A call's builder numbers from 0
+// (call.h); setup schedules use absolute values and the default {0, 0}.
+struct Numbering {
+    uint64_t base = 0;
+    int tag_base = 0;
+};
+
 // What a schedule waits for when it stalls, for the watch's message.
 struct StepInfo {
     const char *kind;        // "send", "recv", "wait", "copy", ...
@@ -93,6 +101,11 @@ public:
         bounce_ = pool;
     }
     size_t size() const { return steps_.size(); }
+    // From now on every step added without dependencies depends on `entry`: what is
+    // built next starts after what was built before (a builder composes after another).
+    void start_after(StepId entry) { entry_ = entry; }
+    // A step that completes when every step so far has: the end of what was built.
+    StepId join_all();
 
     StepId copy(MemDomain &dom, void *dst, const void *src, size_t bytes, const Deps &deps = {});
     StepId reduce(MemDomain &dom, void *dst, const std::vector<const void *> &srcs, size_t count,
@@ -113,7 +126,12 @@ public:
     // failed, or watch said to stop) the started transfers are given up through
     // tp.cancel and started copies are waited for, so nothing of the run touches
     // memory after it returns.
-    Status run(const strata_transport_t &tp, RunWatch *watch = nullptr);
+    // Values and tags are those given at build, shifted by num. Steps completed by an
+    // earlier run are not run again (see rewind).
+    Status run(const strata_transport_t &tp, RunWatch *watch = nullptr, Numbering num = {});
+    // Makes every step pending again, so that the schedule runs anew (a persistent
+    // collective's next start, with its own numbering).
+    void rewind();
     StepInfo info(StepId id) const;
 
 private:
@@ -151,6 +169,8 @@ private:
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     MemDomain *bounce_dom_ = nullptr;
     BouncePool *bounce_ = nullptr;
+    StepId entry_ = kNoStep;
+    Numbering num_;  // of the current run
     Status build_error_ = STRATA_OK;  // a bounce buffer that could not be had, reported by run()
 };
 

@@ -7,8 +7,7 @@
 #include <string>
 
 #include "btl/ipc_cache.h"
-#include "mem/classify.h"
-#include "mem/cuda_domain.h"
+#include "mem/device.h"
 #include "strata_device.h"
 
 namespace strata {
@@ -34,21 +33,6 @@ void merge(std::vector<Block> *v) {
 }
 
 size_t extent(const std::vector<Block> &v) { return v.empty() ? 0 : v.back().offset + v.back().bytes; }
-
-// The domain of the GPU holding ptr, or nullptr when ptr is not device memory.
-Status device_domain(const void *ptr, MemDomain **dom) {
-    *dom = nullptr;
-    int device = -1;
-    if (ptr == nullptr || classify(ptr, &device) != MemKind::Device) return STRATA_OK;
-    std::string why;
-    *dom = cuda_domain(device, &why);
-    if (*dom == nullptr) {
-        log(0, "buffer %p is memory of GPU %d, but its domain is unavailable: %s", ptr, device,
-            why.c_str());
-        return STRATA_ERR_DEVICE;
-    }
-    return STRATA_OK;
-}
 
 }  // namespace
 
@@ -125,14 +109,22 @@ Staging::~Staging() {
     recv_.drop();
 }
 
-Status Staging::copy_blocks(MemDomain &dom, char *dst, const char *src,
-                            const std::vector<Block> &blocks, size_t dst_shift) {
-    tickets_.assign(blocks.size(), Ticket{});
-    for (size_t i = 0; i < blocks.size(); ++i)
-        STRATA_CHECK(dom.copy(dst + dst_shift + blocks[i].offset, src + blocks[i].offset,
-                              blocks[i].bytes, &tickets_[i]));
-    for (Ticket &t : tickets_) STRATA_CHECK(wait_ticket(dom, &t));
-    return STRATA_OK;
+StepId Staging::copy_blocks(Schedule &s, MemDomain &dom, char *dst, const char *src,
+                            const std::vector<Block> &blocks, size_t dst_shift, const Deps &deps) {
+    std::vector<StepId> copies;
+    for (const Block &b : blocks)
+        copies.push_back(s.copy(dom, dst + dst_shift + b.offset, src + b.offset, b.bytes, deps));
+    return s.join(copies);
+}
+
+StepId Staging::copy_in(Schedule &s) {
+    if (!active_ || in_dom_ == nullptr) return kNoStep;
+    return copy_blocks(s, *in_dom_, in_stage_, in_user_, in_, in_shift_, {});
+}
+
+StepId Staging::copy_out(Schedule &s, const Deps &deps) {
+    if (!active_ || out_dom_ == nullptr) return kNoStep;
+    return copy_blocks(s, *out_dom_, out_user_, out_stage_, out_, 0, deps);
 }
 
 // Host team: GPU memory is staged through host memory, with the GPU's domain.
@@ -142,7 +134,7 @@ Status Staging::copy_blocks(MemDomain &dom, char *dst, const char *src,
 Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
     *dom = nullptr;
     *host = gpu == nullptr;
-    if (gpu == nullptr) return device_domain(ptr, dom);
+    if (gpu == nullptr) return device_domain_of(ptr, dom);
     if (ptr == nullptr) return STRATA_OK;
     int device = -1;
     const MemKind k = classify(ptr, &device);
@@ -153,7 +145,7 @@ Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *hos
 
 Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
     active_ = false;
-    out_dom_ = nullptr;
+    in_dom_ = out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;
     bool shost = true, rhost = true;
     STRATA_CHECK(plan(a->sendbuf, gpu, &sdom, &shost));
@@ -173,13 +165,19 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
         }
         const size_t shift = static_cast<size_t>(user_send - user_recv);
         STRATA_CHECK(recv_.reserve(*rdom, rhost, std::max(extent(out_), shift + extent(in_))));
-        STRATA_CHECK(copy_blocks(*rdom, recv_.ptr, user_send, in_, shift));
+        in_dom_ = rdom;
+        in_user_ = user_send;
+        in_stage_ = recv_.ptr;
+        in_shift_ = shift;
         a->recvbuf = recv_.ptr;
         a->sendbuf = recv_.ptr + shift;
     } else {
         if (sdom != nullptr) {
             STRATA_CHECK(send_.reserve(*sdom, shost, extent(in_)));
-            STRATA_CHECK(copy_blocks(*sdom, send_.ptr, user_send, in_, 0));
+            in_dom_ = sdom;
+            in_user_ = user_send;
+            in_stage_ = send_.ptr;
+            in_shift_ = 0;
             a->sendbuf = send_.ptr;
         }
         if (rdom != nullptr) {
@@ -195,11 +193,6 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
     return STRATA_OK;
 }
 
-Status Staging::leave() {
-    if (!active_ || out_dom_ == nullptr) return STRATA_OK;
-    active_ = false;
-    return copy_blocks(*out_dom_, out_user_, out_stage_, out_, 0);
-}
 
 }  // namespace strata
 
@@ -207,7 +200,7 @@ extern "C" int strata_device_copy(void *dst, const void *src, size_t bytes) {
     using namespace strata;
     if (bytes == 0) return 0;
     MemDomain *dom = nullptr;
-    if (device_domain(dst, &dom) != STRATA_OK || (dom == nullptr && device_domain(src, &dom) != STRATA_OK))
+    if (device_domain_of(dst, &dom) != STRATA_OK || (dom == nullptr && device_domain_of(src, &dom) != STRATA_OK))
         return -1;
     if (dom == nullptr) {
         memcpy(dst, src, bytes);
@@ -246,7 +239,7 @@ HostStage &host_stage() {
 extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes) {
     using namespace strata;
     MemDomain *dom = nullptr;
-    if (device_domain(device_buf, &dom) != STRATA_OK || dom == nullptr) return nullptr;
+    if (device_domain_of(device_buf, &dom) != STRATA_OK || dom == nullptr) return nullptr;
     HostStage &h = host_stage();
     std::lock_guard<std::mutex> g(h.mu);
     for (HostStage::Buf &b : h.bufs) {

@@ -37,12 +37,15 @@ public:
     Staging &operator=(const Staging &) = delete;
 
     // gpu: the team's GPU domain on a device team, else nullptr. Where a's buffers
-    // are not of the team's kind, copies the inputs over, waits, and points *a at
-    // the copies. active() says whether anything was staged.
+    // are not of the team's kind, reserves copies of them and points *a at the
+    // copies; nothing is copied yet. active() says whether anything is staged.
     Status enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a);
-    // Copies the outputs back into the caller's buffers and waits: afterwards the
-    // result is visible to host code and to any later CUDA work.
-    Status leave();
+    // Steps of s that copy the inputs over (their join; kNoStep when there is none).
+    StepId copy_in(Schedule &s);
+    // Steps of s that copy the outputs back into the caller's buffers after deps (their
+    // join; kNoStep when there is none). Once they complete the result is visible to
+    // host code and to any later CUDA work.
+    StepId copy_out(Schedule &s, const Deps &deps);
     bool active() const { return active_; }
 
 private:
@@ -59,16 +62,19 @@ private:
     // Whether ptr must be staged for this team; if so *dom copies it, and *host
     // says whether the copy is in host memory.
     static Status plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host);
-    // dst + dst_shift + b.offset <- src + b.offset for every block, then waits.
-    Status copy_blocks(MemDomain &dom, char *dst, const char *src, const std::vector<Block> &blocks,
-                       size_t dst_shift);
+    // Steps dst + dst_shift + b.offset <- src + b.offset for every block; their join.
+    static StepId copy_blocks(Schedule &s, MemDomain &dom, char *dst, const char *src,
+                              const std::vector<Block> &blocks, size_t dst_shift, const Deps &deps);
 
     StageBuf send_, recv_;
     bool active_ = false;
+    MemDomain *in_dom_ = nullptr;   // set when the inputs are copied over
+    const char *in_user_ = nullptr;
+    char *in_stage_ = nullptr;
+    size_t in_shift_ = 0;
     MemDomain *out_dom_ = nullptr;  // set when the outputs go back to the caller's buffer
     char *out_user_ = nullptr, *out_stage_ = nullptr;
     std::vector<Block> in_, out_;
-    std::vector<Ticket> tickets_;
 };
 
 }  // namespace strata

@@ -211,6 +211,9 @@ strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *re
 
 /* For tests and logs: how many calls of a collective ran strata's algorithm `alg`. */
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg);
+/* The name of the algorithm the team's last call that strata served ran (as
+ * strata_algorithm_name gives it); NULL when no call was served yet. */
+const char *strata_team_last_algorithm(const strata_team_t *team);
 
 #ifdef __cplusplus
 }

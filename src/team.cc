@@ -1,8 +1,8 @@
 // src/team.cc - team setup: layout, shared memory, agreement.
 #include "team.h"
 
-#include "mem/classify.h"
-#include "mem/cuda_domain.h"
+#include "call.h"
+#include "mem/device.h"
 #include "stage.h"
 
 #include <sched.h>
@@ -69,13 +69,13 @@ void Team::release_device() {
     dregions_.drop_own(!all_closed);
     // Peers may also hold mappings of this rank's staging buffers (posted in calls on
     // host buffers): let go of them unfreed as well.
-    if (!all_closed) stager_.release();
+    if (!all_closed && blocking_) blocking_->abandon_memory();
     dom_ = nullptr;
 }
 
-Staging &Team::staging() {
-    if (!stager_) stager_.reset(new Staging);
-    return *stager_;
+Call &Team::blocking_call() {
+    if (!blocking_) blocking_.reset(new Call(*this));
+    return *blocking_;
 }
 
 
@@ -101,7 +101,7 @@ Status Team::ensure_setup() {
     // One allgather tells every rank the node keys, which ranks have a GPU, and
     // which could still get one (a driver with GPUs).
     std::vector<int> keys(size_);
-    const int bits = (cuda_available() ? 2 : 0) | (cuda_context_current() ? 1 : 0);
+    const int bits = (device_driver_present() ? 2 : 0) | (device_context_current() ? 1 : 0);
     if (tp_.allgather_int(tp_.ctx, node_key_ * 4 + bits, keys.data()) != 0)
         return fail(STRATA_ERR_COMM, "team setup: allgather of node keys");
     int gpu_ranks = 0, driver_ranks = 0;
@@ -133,6 +133,9 @@ Status Team::ensure_setup() {
     // no rank runs strata while another falls back. The agreed value is the lowest
     // rank that hit a failure itself (INT_MAX: none), and that rank alone says why.
     const Status local = setup_shm();
+    // As if call 0 had ended here: a call's first stages wait for the end of the one
+    // before it (Call::stage_free), call 1 included.
+    if (local == STRATA_OK) raise_flags(kCallSpan - 1);
     const bool own_failure = local != STRATA_OK && !shm_.error().empty();
     int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
     if (tp_.agree_min(tp_.ctx, &first_failed, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
@@ -208,7 +211,7 @@ Status Team::setup_device(std::string *why) {
     Offer mine{};
     std::vector<Offer> theirs(static_cast<size_t>(local_size));
     ++device_tries_;  // from now on teardown follows the kFlagClosed handshake
-    MemDomain *dom = cuda_domain(current_device(), why);
+    MemDomain *dom = device_domain(device_current(), why);
     if (dom != nullptr && dom->prepare() != STRATA_OK) {
         *why = std::string(dom->name()) + ": the reduction kernels did not load";
         dom = nullptr;
@@ -297,11 +300,15 @@ bool Team::zero_copy(size_t bytes) const {
     return device() && ipc_.enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
 }
 
-Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
-                               int source) {
+Status Team::map_local_buffers(uint64_t n, const void *buf, size_t bytes, std::vector<const char *> *bufs,
+                               bool *mapped, int source) {
     *mapped = false;
     const int L = layout_.my_local_size(), me = layout_.my_local();
-    const uint64_t n = call_seq_, base = call_base();
+    const uint64_t base = n << 32;
+    auto wait_all = [&](Schedule &s, int which, uint64_t value, int except) {
+        for (int r = 0; r < L; ++r)
+            if (r != except) s.wait(flag(r, which), value);
+    };
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->call = n;
@@ -337,70 +344,13 @@ Status Team::map_local_buffers(const void *buf, size_t bytes, std::vector<const 
         log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
                "pool memory): copied through the stage slots",
             layout_.my_node());
-    *mapped = mapped_call_ = ok;
+    *mapped = ok;
     return STRATA_OK;
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {
     char *region = device() ? dregions_.region(local) : shm_.region(local);
     return region + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
-}
-
-uint64_t Team::take_segments(uint64_t n) {
-    const uint64_t first = seg_seq_;
-    seg_seq_ += n;
-    return first;
-}
-
-StepId Team::wait_all(Schedule &s, int which, uint64_t value, int except, const Deps &deps) {
-    Deps all = deps;
-    for (int r = 0; r < layout_.my_local_size(); ++r) {
-        if (r != except) all.add(s.wait(flag(r, which), value, deps));
-    }
-    return s.join(all);
-}
-
-StepId Team::done_together(Schedule &s, const Deps &deps) {
-    const uint64_t g = take_segments(1);
-    s.signal(flag(layout_.my_local(), kFlagDone), g + 1, deps);
-    return wait_all(s, kFlagDone, g + 1, layout_.my_local());
-}
-
-StepId Team::stage_free(Schedule &s, uint64_t seg, const Deps &deps) {
-    if (seg - call_base() < kStages) {
-        // The stages were last used by the previous call: free once every local rank
-        // ended it (end_call raises DONE to the last value of its call).
-        if (call_seq_ <= 1) return s.join(deps);
-        return wait_all(s, kFlagDone, call_base() - 1, -1, deps);
-    }
-    // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.
-    return wait_all(s, kFlagDone, seg - kStages + 1, -1, deps);
-}
-
-char *Team::Buffer::reserve(MemDomain &d, size_t n) {
-    if (n > bytes || dom != &d) {
-        drop();
-        void *p = nullptr;
-        if (d.alloc(n, &p) != STRATA_OK) return nullptr;
-        dom = &d;
-        ptr = static_cast<char *>(p);
-        bytes = n;
-    }
-    return ptr;
-}
-
-void Team::Buffer::drop() {
-    if (ptr != nullptr) dom->release(ptr);
-    dom = nullptr;
-    ptr = nullptr;
-    bytes = 0;
-}
-
-char *Team::scratch(size_t bytes) { return scratch_.reserve(domain(), bytes); }
-char *Team::staging(size_t bytes) { return staging_.reserve(domain(), bytes); }
-
-int Team::tag(uint64_t sub) const {
-    return static_cast<int>(((call_seq_ % kTagCalls) << 12) | (sub % kTagSubs));
 }
 
 }  // namespace strata

@@ -23,7 +23,7 @@ struct strata_team {};  // the C handle; the real object derives from it
 namespace strata {
 
 constexpr int kMaxAlgorithms = 8;
-class Staging;
+class Call;
 
 class Team : public strata_team, public RunWatch {
 public:
@@ -53,35 +53,12 @@ public:
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
     uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
-    // Reserves n consecutive segment numbers for the call being built: those of call
-    // c start at c << 32, so they are the same on every rank of the node whatever
-    // counts an erroneous call passed.
-    uint64_t take_segments(uint64_t n);
 
-    // Step that completes once every local rank has finished segment seg - kStages,
-    // so the stage segment seg uses may be overwritten (kNoStep for the first ones).
-    StepId stage_free(Schedule &s, uint64_t seg, const Deps &deps = {});
-    // Step that completes once every local rank (but `except`) has set flag `which`
-    // to at least value.
-    StepId wait_all(Schedule &s, int which, uint64_t value, int except, const Deps &deps = {});
-    // For a call that takes no stages but whose node peers read this rank's buffers:
-    // takes one segment number, signals DONE for it after deps, and returns the step
-    // that completes once every local rank has, so that no rank returns before.
-    StepId done_together(Schedule &s, const Deps &deps);
-
-    // Private scratch memory; the pointer stays valid until the next reserve.
-    char *scratch(size_t bytes);
-    // A second private buffer, for an algorithm that composes another one (which
-    // takes scratch() for itself). Same lifetime rule.
-    char *staging(size_t bytes);
-
-    // Tag for a message of the current call; sub identifies the message within it.
-    // Calls take tag slots in turn (kTagCalls of them), so a message of one call can
-    // only meet a receive of a call kTagCalls later; the last slot is for setup and
-    // failure notices.
+    // Tags: a call's messages use tag slot (call number % kTagCalls), sub-tags 0 ..
+    // kTagSubs - 1 within it (call.h), so a message of one call can only meet a
+    // receive of a call kTagCalls later; the last slot is for setup and failure notices.
     static constexpr int kTagSubs = 4096;
     static constexpr uint64_t kTagCalls = STRATA_TAG_SPACE / kTagSubs - 1;
-    int tag(uint64_t sub) const;
     static int control_tag(int sub) { return int((kTagCalls << 12) | uint64_t(sub)); }
 
     // ---- one call (src/team_calls.cc)
@@ -89,9 +66,14 @@ public:
     // collective and ordered, and a call reaches begin_call on one rank exactly when it
     // does on all (every decision before it is agreed). sig hashes what MPI requires to
     // match (size, type, op, root); node peers compare it at end_call.
+    static constexpr uint64_t kCallSpan = uint64_t(1) << 32;  // flag values of one call
     uint64_t call_number() const { return call_seq_; }
     uint64_t call_base() const { return call_seq_ << 32; }
-    Status begin_call(strata_coll_t coll, uint32_t sig);
+    // Numbers the next call and begins `call` as that call: with an empty schedule to
+    // build, or (rerun) with the schedule it holds, to run again (call.h).
+    Status begin_call(Call &call, strata_coll_t coll, uint32_t sig, bool rerun = false);
+    // The call object of this team's blocking calls, kept between calls with its memory.
+    Call &blocking_call();
     // The schedule ran to completion: raises this rank's flags to the end of the call
     // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size.
     Status end_call();
@@ -114,11 +96,8 @@ public:
     // its buffers that are not of that kind (stage.h).
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
-    // Point-to-point of device memory goes through these on the staged transport.
+    // Point-to-point of device memory goes through bounce buffers in host memory.
     bool staged_transfers() const { return device() && !direct_; }
-    BouncePool &bounce() { return bounce_; }
-    // This team's staging of device buffers (host copies kept between calls).
-    Staging &staging();
 
     // Whether a call of `bytes` (the call's size, the same on every rank) reads node
     // peers' buffers in place where it can: on a device team with the IPC cache on and
@@ -126,7 +105,7 @@ public:
     // exchange costs more than the copy it saves). Agreed on the node.
     bool zero_copy(size_t bytes) const;
     // Zero-copy reads of node peers' buffers (call only where zero_copy() said so, on
-    // every rank of the node): posts buf, this rank's buffer of the call (`bytes` long;
+    // every rank of the node), in call number `call`: posts buf, this rank's buffer of the call (`bytes` long;
     // 0: nothing to read), in its mailbox, maps every local peer's through the cache,
     // and learns whether every rank of the node could. If so, *mapped is true and
     // (*bufs)[i] is local rank i's buffer in this process (buf itself for this rank,
@@ -134,13 +113,17 @@ public:
     // from returning before every local peer has read buf. Else *mapped is false on
     // every rank of the node, which copies through the stage slots. source >= 0: only
     // local rank source's buffer is read (and mapped), so only it must be shareable.
-    Status map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
-                             int source = -1);
-    bool mapped_call() const { return mapped_call_; }  // the current call read peers' buffers in place
+    Status map_local_buffers(uint64_t call, const void *buf, size_t bytes, std::vector<const char *> *bufs,
+                             bool *mapped, int source = -1);
     const IpcCache &ipc_cache() const { return ipc_; }
 
-    Schedule &schedule() { return sched_; }
-    void count_call(strata_coll_t coll, int alg) { ++calls_[coll][alg]; }
+    // A call served with algorithm alg of coll's table (named name): counted, and
+    // remembered as the last one.
+    void count_call(strata_coll_t coll, int alg, const char *name) {
+        ++calls_[coll][alg];
+        last_algorithm_ = name;
+    }
+    const char *last_algorithm() const { return last_algorithm_; }
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
 private:
@@ -164,11 +147,8 @@ private:
     bool direct_ = false;       // device pointers go straight to point-to-point
     DeviceRegions dregions_;
     IpcCache ipc_;                // node peers' user buffers, mapped
-    bool mapped_call_ = false;
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
-    BouncePool bounce_;
     uint64_t call_seq_ = 0;
-    uint64_t seg_seq_ = 0;
     strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages
     uint32_t sig_ = 0;
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
@@ -187,20 +167,14 @@ private:
     void post_inbox();
     void poll_inbox();
     void close_inbox();
-    Status peer_failure(uint64_t call, int rank, const char *how);
+    Status peer_failure(uint64_t call, int rank, const char *how, const std::string &stuck);
+    // "no progress for N s<setting>: waiting in step S for rank R (...)"
+    std::string describe_wait(const Schedule &s, const std::vector<StepId> &waiting, double stalled,
+                              const char *setting) const;
     std::string where() const;
-    struct Buffer {  // grow-only memory of the team's domain
-        MemDomain *dom = nullptr;
-        char *ptr = nullptr;
-        size_t bytes = 0;
-        char *reserve(MemDomain &d, size_t n);
-        void drop();
-        ~Buffer() { drop(); }
-    };
-    Buffer scratch_, staging_;
-    Schedule sched_;
-    std::unique_ptr<Staging> stager_;
+    std::unique_ptr<Call> blocking_;
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
+    const char *last_algorithm_ = nullptr;
 
 public:
     ~Team();

@@ -23,13 +23,13 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "call.h"
 #include "team.h"
 
 namespace strata {
 
 namespace {
 constexpr int kNoticeSub = 0;
-constexpr uint64_t kCallSpan = uint64_t(1) << 32;
 const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted};
 // Signatures of consecutive calls go to two flags, so that a rank one call ahead does
 // not hide the signature of the call its slower peer is checking.
@@ -42,12 +42,19 @@ std::string Team::where() const {
     return b;
 }
 
-Status Team::begin_call(strata_coll_t coll, uint32_t sig) {
+Status Team::begin_call(Call &call, strata_coll_t coll, uint32_t sig, bool rerun) {
+    if (rerun && call.mapped()) {
+        last_error_ = "a schedule that read node peers' buffers in place cannot run again";
+        return STRATA_ERR_UNSUPPORTED;
+    }
     ++call_seq_;
-    seg_seq_ = call_base();
+    if (rerun) {
+        call.restart(call_seq_);
+    } else {
+        call.begin(call_seq_);
+    }
     coll_ = coll;
     sig_ = sig;
-    mapped_call_ = false;
     last_error_.clear();
     // This thread's previous call has ended: the IPC mappings it used, in any team, may
     // be closed for an overlapping allocation.
@@ -55,7 +62,7 @@ Status Team::begin_call(strata_coll_t coll, uint32_t sig) {
     const int me = layout_.my_local();
     __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
-    return idle(sched_, {}, 0);
+    return idle(call.schedule(), {}, 0);
 }
 
 void Team::raise_flags(uint64_t value) {
@@ -99,11 +106,11 @@ Status Team::fail_call(Status st, const std::string &why) {
     return st;
 }
 
-Status Team::peer_failure(uint64_t call, int rank, const char *how) {
+Status Team::peer_failure(uint64_t call, int rank, const char *how, const std::string &stuck) {
     char b[160];
     snprintf(b, sizeof b, "rank %d (%s) failed in %s (%" PRIu64 "): this call ends with an error", rank, how,
              call == call_seq_ ? "this call" : "an earlier call", call);
-    last_error_ = where() + ": " + b;
+    last_error_ = where() + ": " + b + (stuck.empty() ? "" : "; here, " + stuck);
     log(1, "%s", last_error_.c_str());
     if (!broken()) {
         failed_call_ = call_seq_;
@@ -148,19 +155,10 @@ void Team::close_inbox() {
     notices_out_.clear();
 }
 
-Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {
-    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
-    for (int r = 0; r < L; ++r) {
-        if (r == me) continue;
-        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
-        if (f != 0 && flag_reached(call_seq_, f)) return peer_failure(f, layout_.rank_at(node, r), "on this node");
-    }
-    poll_inbox();
-    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_))
-        return peer_failure(noticed_call_, noticed_rank_, "on another node");
-    if (cfg_.timeout <= 0 || stalled < cfg_.timeout) return STRATA_OK;
-
-    // The deadline: name the step waited in and the rank it waits for.
+// What this rank waits for: the step and the rank that would release it.
+std::string Team::describe_wait(const Schedule &s, const std::vector<StepId> &waiting, double stalled,
+                                const char *setting) const {
+    const int L = layout_.my_local_size(), node = layout_.my_node();
     StepId id = waiting.empty() ? kNoStep : waiting[0];
     for (StepId w : waiting) {
         const StepInfo i = s.info(w);
@@ -180,17 +178,35 @@ Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double 
                 if (flag(r, w) == i.flag) owner = layout_.rank_at(node, r), which = w;
         // Flag values are (call << 32) + segment + 1: say them that way.
         snprintf(b, sizeof b,
-                 "no progress for %.0f s (coll_strata_timeout): waiting in step %u for rank %d (its "
-                 "shared-memory flag '%s' is at call %" PRIu64 " step %" PRIu64 ", this rank needs call %" PRIu64
-                 " step %" PRIu64 ")",
-                 stalled, unsigned(id), owner, names[which], i.holds >> 32, i.holds & 0xffffffffu, i.value >> 32,
+                 "no progress for %.0f s%s: waiting in step %u for rank %d (its shared-memory flag '%s' is at call "
+                 "%" PRIu64 " step %" PRIu64 ", this rank needs call %" PRIu64 " step %" PRIu64 ")",
+                 stalled, setting, unsigned(id), owner, names[which], i.holds >> 32, i.holds & 0xffffffffu, i.value >> 32,
                  i.value & 0xffffffffu);
     } else {
-        snprintf(b, sizeof b,
-                 "no progress for %.0f s (coll_strata_timeout): waiting in step %u (%s of %zu bytes) for rank %d",
-                 stalled, unsigned(id), i.kind, i.bytes, i.peer);
+        snprintf(b, sizeof b, "no progress for %.0f s%s: waiting in step %u (%s of %zu bytes) for rank %d", stalled,
+                 setting, unsigned(id), i.kind, i.bytes, i.peer);
     }
-    return fail_call(STRATA_ERR_TIMEOUT, b);
+    return b;
+}
+
+Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {
+    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
+    // A peer's failure: when this rank had been stuck too, it says on what, since the
+    // peer that failed first (its deadline, say) may only wait for the same culprit.
+    auto heard = [&](uint64_t call, int rank, const char *how) {
+        return peer_failure(call, rank, how, stalled >= 1 ? describe_wait(s, waiting, stalled, "") : std::string());
+    };
+    for (int r = 0; r < L; ++r) {
+        if (r == me) continue;
+        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
+        if (f != 0 && flag_reached(call_seq_, f)) return heard(f, layout_.rank_at(node, r), "on this node");
+    }
+    poll_inbox();
+    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_))
+        return heard(noticed_call_, noticed_rank_, "on another node");
+    if (cfg_.timeout <= 0 || stalled < cfg_.timeout) return STRATA_OK;
+    // The deadline: name the step waited in and the rank it waits for.
+    return fail_call(STRATA_ERR_TIMEOUT, describe_wait(s, waiting, stalled, " (coll_strata_timeout)"));
 }
 
 Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, Status local,

@@ -1,14 +1,16 @@
 // src/algo/algo.h - what every algorithm shares: arguments, tables, rail phases.
 //
-// An algorithm builds its schedule into team.schedule(); the caller runs it.
+// An algorithm builds its schedule into call.schedule() and never waits: the caller
+// runs it. Segment numbers, flag values and tags are relative to the call (call.h).
 // Contract for algorithms that use the shared-memory slots: take segment numbers
-// with team.take_segments(), guard each segment's stage with team.stage_free(),
+// with call.take_segments(), guard each segment's stage with call.stage_free(),
 // and end every segment by signalling kFlagDone = segment + 1 on this rank.
 #ifndef STRATA_ALGO_ALGO_H
 #define STRATA_ALGO_ALGO_H
 
 #include <vector>
 
+#include "call.h"
 #include "engine.h"
 #include "team.h"
 
@@ -35,7 +37,7 @@ struct CollArgs {
 };
 
 // The pipeline segments of one call over count elements: numbers first .. first+n-1,
-// taken from the team (so the same on every rank of a node), of elems elements each
+// taken from the call (so the same on every rank of a node), of elems elements each
 // but the last.
 struct Segments {
     size_t count, elems, bytes;
@@ -43,13 +45,13 @@ struct Segments {
     size_t offset(uint64_t k) const { return k * elems; }  // elements
     size_t length(uint64_t k) const { return count - offset(k) < elems ? count - offset(k) : elems; }
 };
-inline Segments take_segments(Team &team, size_t count, strata_dtype_t dtype) {
-    const size_t es = strata_dtype_size(dtype), elems = team.segment_elems(es);
+inline Segments take_segments(Call &call, size_t count, strata_dtype_t dtype) {
+    const size_t es = strata_dtype_size(dtype), elems = call.team().segment_elems(es);
     const uint64_t n = div_up(count, elems);
-    return {count, elems, elems * es, n, team.take_segments(n)};
+    return {count, elems, elems * es, n, call.take_segments(n)};
 }
 
-using BuildFn = Status (*)(Team &team, const CollArgs &args);
+using BuildFn = Status (*)(Call &call, const CollArgs &args);
 
 struct Algorithm {
     const char *name;
@@ -60,9 +62,11 @@ struct Algorithm {
 struct AlgorithmTable {
     const Algorithm *algorithms;
     int count;
-    // Built-in rule: the algorithm index for these arguments. Must depend only on
-    // what matches on every rank (arguments, layout, settings).
-    int (*choose)(const Team &team, const CollArgs &args);
+    // Built-in rule: the name of the algorithm for these arguments. Must depend only
+    // on what matches on every rank (arguments, layout, settings).
+    const char *(*choose)(const Team &team, const CollArgs &args);
+    // The position of the algorithm called name; -1 when there is none.
+    int find(const char *name) const;
 };
 
 const AlgorithmTable &algorithm_table(strata_coll_t coll);
@@ -80,12 +84,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args);
 // Inter-node phases on a rail: members are the ranks of the rail in node order,
 // pos is this rank's position in it. Each returns the step that completes the
 // phase; buf holds count elements, tmp scratch for at least count elements.
-// Message tags are team.tag(tag_sub + i) for i < rail_tag_span(members.size()).
+// Message tags are call.tag(tag_sub + i) for i < rail_tag_span(members.size()).
 uint64_t rail_tag_span(size_t members);
-StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+StepId rail_allreduce_ring(Call &call, const std::vector<int> &members, int pos,
                            char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                            uint64_t tag_sub, const Deps &deps);
-StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+StepId rail_allreduce_rd(Call &call, const std::vector<int> &members, int pos,
                          char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                          uint64_t tag_sub, const Deps &deps);
 

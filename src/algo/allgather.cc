@@ -7,8 +7,8 @@
 
 namespace strata {
 
-Status build_allgather_hier_ring(Team &team, const CollArgs &a);
-Status build_allgather_hier_direct(Team &team, const CollArgs &a);
+Status build_allgather_hier_ring(Call &c, const CollArgs &a);
+Status build_allgather_hier_direct(Call &c, const CollArgs &a);
 
 namespace {
 
@@ -25,10 +25,10 @@ const Algorithm kAllgather[] = {
 };
 
 // The total is the same on every rank (a.count is only this rank's block).
-int choose_allgather(const Team &team, const CollArgs &a) {
+const char *choose_allgather(const Team &team, const CollArgs &a) {
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-    return total <= team.config().small_msg_size ? 1 : 0;
+    return total <= team.config().small_msg_size ? "hier_direct" : "hier_ring";
 }
 
 }  // namespace

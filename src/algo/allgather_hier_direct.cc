@@ -13,16 +13,17 @@
 
 namespace strata {
 
-Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
                        size_t chunk);
 
-Status build_allgather_hier_direct(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_allgather_hier_direct(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
-    const int tag = team.tag(0);  // one message per (sender, receiver) pair
+    const int tag = c.tag(0);  // one message per (sender, receiver) pair
 
     if (!a.in_place) s.copy(dom, rbuf + a.displs[me], a.sendbuf, a.counts[me]);
 
@@ -37,7 +38,7 @@ Status build_allgather_hier_direct(Team &team, const CollArgs &a) {
     }
     size_t chunk = 1;
     for (int r = 0; r < team.size(); ++r) chunk = a.counts[r] > chunk ? a.counts[r] : chunk;
-    return allgather_share(team, a, arrived, chunk);
+    return allgather_share(c, a, arrived, chunk);
 }
 
 }  // namespace strata

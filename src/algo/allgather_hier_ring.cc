@@ -17,11 +17,12 @@
 
 namespace strata {
 
-Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
                        size_t chunk);
 
-Status build_allgather_hier_ring(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_allgather_hier_ring(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     const int N = l.nnodes(), lmax = l.max_local_size();
@@ -51,21 +52,21 @@ Status build_allgather_hier_ring(Team &team, const CollArgs &a) {
         uint64_t sent = 0, got = 0;  // message numbers on the links to next / from prev
         for (int st = 0; st < N - 1; ++st) {
             const int out = item(t, (m - st + N) % N), in = item(t, (m - st - 1 + 2 * N) % N);
-            // Forward: chunk c of the block received in the previous step.
-            for (uint64_t c = 0; c < chunks(out); ++c, ++sent) {
-                const size_t off = c * chunk, len = std::min(chunk, a.counts[out] - off);
+            // Forward: chunk k of the block received in the previous step.
+            for (uint64_t k = 0; k < chunks(out); ++k, ++sent) {
+                const size_t off = k * chunk, len = std::min(chunk, a.counts[out] - off);
                 const char *src = out == me ? sbuf + off : rbuf + a.displs[out] + off;
-                const Deps d = out == me ? Deps{} : Deps{arrived[size_t(out)][c]};
-                s.send(src, len, next, team.tag(rail_base[size_t(t)] + sent), d);
+                const Deps d = out == me ? Deps{} : Deps{arrived[size_t(out)][k]};
+                s.send(src, len, next, c.tag(rail_base[size_t(t)] + sent), d);
             }
-            for (uint64_t c = 0; c < chunks(in); ++c, ++got) {
-                const size_t off = c * chunk, len = std::min(chunk, a.counts[in] - off);
+            for (uint64_t k = 0; k < chunks(in); ++k, ++got) {
+                const size_t off = k * chunk, len = std::min(chunk, a.counts[in] - off);
                 arrived[size_t(in)].push_back(
-                    s.recv(rbuf + a.displs[in] + off, len, prev, team.tag(rail_base[size_t(t)] + got)));
+                    s.recv(rbuf + a.displs[in] + off, len, prev, c.tag(rail_base[size_t(t)] + got)));
             }
         }
     }
-    return allgather_share(team, a, arrived, chunk);
+    return allgather_share(c, a, arrived, chunk);
 }
 
 }  // namespace strata

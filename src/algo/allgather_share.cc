@@ -16,7 +16,7 @@
 //
 // On a device team with a single node there are no remote blocks: every stream is
 // one rank's own block. There the ranks map each other's send buffers through CUDA
-// IPC (team.map_local_buffers) and each copies every peer's block straight into its
+// IPC (call.map_local_buffers) and each copies every peer's block straight into its
 // receive buffer, one copy per block, without stages; a rank returns once every
 // local peer is done reading its block.
 #include <algorithm>
@@ -41,9 +41,10 @@ std::vector<int> stream_of(const Layout &l, int i) {
 
 // arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
 // bytes of it (empty: already there, or this rank's own block, read from sendbuf).
-Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
                        size_t chunk) {
-    Schedule &s = team.schedule();
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int L = l.my_local_size(), j = l.my_local();
     if (L == 1) return STRATA_OK;  // nobody to share with; no stage used
@@ -57,14 +58,14 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
     if (l.nnodes() == 1 && team.zero_copy(total)) {
         std::vector<const char *> blocks;  // local rank i's block, when mapped
         bool mapped = false;
-        STRATA_CHECK(team.map_local_buffers(sbuf, a.counts[team.rank()], &blocks, &mapped));
+        STRATA_CHECK(c.map_local_buffers(sbuf, a.counts[team.rank()], &blocks, &mapped));
         if (mapped) {
             std::vector<StepId> outs;
             for (int i = 0; i < L; ++i) {
                 const int r = l.rank_at(0, i);
                 if (i != j) outs.push_back(s.copy(dom, rbuf + a.displs[r], blocks[size_t(i)], a.counts[r]));
             }
-            team.done_together(s, outs);
+            c.done_together(outs);
             return STRATA_OK;
         }
     }
@@ -77,7 +78,7 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
         for (int r : streams[i]) len += a.counts[r];
         nseg = std::max<uint64_t>(nseg, div_up(len, window));
     }
-    const uint64_t first = team.take_segments(nseg);
+    const uint64_t first = c.take_segments(nseg);
 
     // Calls fn(rank, offset in its block, length, offset in the window) for every
     // piece of stream i that falls in window k.
@@ -97,7 +98,7 @@ Status allgather_share(Team &team, const CollArgs &a, const std::vector<std::vec
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         // Publish my window once its blocks have arrived and the stage is free.
-        const StepId free = team.stage_free(s, g);
+        const StepId free = c.stage_free(g);
         std::vector<StepId> ins{free};
         char *mine = team.slot(j, g, 0);
         pieces(j, k, [&](int r, size_t off, size_t len, size_t at) {

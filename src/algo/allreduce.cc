@@ -3,8 +3,8 @@
 
 namespace strata {
 
-Status build_allreduce_hier_ring(Team &team, const CollArgs &a);
-Status build_allreduce_hier_rd(Team &team, const CollArgs &a);
+Status build_allreduce_hier_ring(Call &c, const CollArgs &a);
+Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 
 namespace {
 
@@ -19,8 +19,8 @@ const Algorithm kAllreduce[] = {
      build_allreduce_hier_rd},
 };
 
-int choose_allreduce(const Team &team, const CollArgs &a) {
-    return a.bytes() <= team.config().small_msg_size ? 1 : 0;
+const char *choose_allreduce(const Team &team, const CollArgs &a) {
+    return a.bytes() <= team.config().small_msg_size ? "hier_rd" : "hier_ring";
 }
 
 }  // namespace

@@ -11,11 +11,12 @@
 
 namespace strata {
 
-Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(team, a.count, a.dtype);
+    const Segments sg = take_segments(c, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
@@ -26,7 +27,7 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
     // Rails this rank serves: j, j + L, ... < lmax. Each needs a tmp; the extra
     // ones also a private copy of the node sum.
     const int nrails = (lmax - 1 - j) / L + 1;
-    char *scratch = team.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * sg.bytes);
+    char *scratch = c.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * sg.bytes);
     if (!scratch) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
     for (uint64_t k = 0; k < sg.n; ++k) {
@@ -35,14 +36,14 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
         char *out = rbuf + off * es;
         char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * sg.bytes;
 
-        const StepId free = team.stage_free(s, g);
+        const StepId free = c.stage_free(g);
         StepId summed;
         if (L == 1) {  // alone on the node: the node sum is the input
             summed = s.copy(dom, out, sbuf + off * es, cnt * es, {free});
         } else {
             const StepId copied = s.copy(dom, team.slot(j, g, 0), sbuf + off * es, cnt * es, {free});
             s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+            const StepId ready = c.wait_all(kFlagReady, g + 1, j);
             std::vector<const void *> srcs;
             for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
             summed = s.reduce(dom, out, srcs, cnt, a.dtype, a.op, {ready, copied});
@@ -61,7 +62,7 @@ Status build_allreduce_hier_rd(Team &team, const CollArgs &a) {
             char *buf = i == 0 ? out : stage_scratch + size_t(i) * 2 * sg.bytes;
             char *tmp = stage_scratch + size_t(i) * 2 * sg.bytes + sg.bytes;
             const Deps start = i == 0 ? Deps(copies) : Deps{copies[size_t(i)]};
-            rails.push_back(rail_allreduce_rd(s, team, l.rail(t), node, buf, tmp, cnt, a.dtype,
+            rails.push_back(rail_allreduce_rd(c, l.rail(t), node, buf, tmp, cnt, a.dtype,
                                               a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
                                               start));
         }

@@ -16,7 +16,7 @@
 // A rank alone on its node skips the slots and runs the rails on recvbuf.
 //
 // On a device team the copy-in goes away where it can: the ranks of a node map each
-// other's send buffers through CUDA IPC (team.map_local_buffers) and the owners of the
+// other's send buffers through CUDA IPC (call.map_local_buffers) and the owners of the
 // slices read them in place. The owner of slice t is the only reader of slice t of a
 // peer's buffer, and reads it before raising SLICE, which every rank waits for before
 // it copies slice t out: so no rank returns (and frees or reuses its buffer) while a
@@ -25,11 +25,12 @@
 
 namespace strata {
 
-Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(team, a.count, a.dtype);
+    const Segments sg = take_segments(c, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
@@ -39,11 +40,11 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
 
     std::vector<std::vector<int>> rails_of(static_cast<size_t>(lmax));
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
-    char *tmp = team.scratch(size_t(Team::kStages) * sg.bytes);
+    char *tmp = c.scratch(size_t(Team::kStages) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
     std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
     bool mapped = false;
-    if (team.zero_copy(a.bytes())) STRATA_CHECK(team.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
+    if (team.zero_copy(a.bytes())) STRATA_CHECK(c.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -51,14 +52,14 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
         char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
         char *tmp_g = tmp + (g % Team::kStages) * sg.bytes;
 
-        const StepId free = team.stage_free(s, g);
+        const StepId free = c.stage_free(g);
         if (L == 1) {
             // Alone on the node: no shared slots; the rails work on the result in place.
             const StepId copied = s.copy(dom, rbuf + off * es, sbuf + off * es, cnt * es, {free});
             std::vector<StepId> rails{copied};
             for (int t = 0; t < lmax; ++t) {
                 const Split sp = split(cnt, size_t(lmax), size_t(t));
-                rails.push_back(rail_allreduce_ring(s, team, rails_of[t], node,
+                rails.push_back(rail_allreduce_ring(c, rails_of[t], node,
                                                     rbuf + (off + sp.offset) * es,
                                                     tmp_g + sp.offset * es, sp.length, a.dtype,
                                                     a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
@@ -71,7 +72,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
         if (!mapped) {
             const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
             s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            ready = team.wait_all(s, kFlagReady, g + 1, j, {copied});
+            ready = c.wait_all(kFlagReady, g + 1, j, {copied});
         }
         auto input = [&](int r, const Split &sp) -> const void * {
             return mapped ? inputs[size_t(r)] + (off + sp.offset) * es : team.slot(r, g, 0) + sp.offset * es;
@@ -83,7 +84,7 @@ Status build_allreduce_hier_ring(Team &team, const CollArgs &a) {
             std::vector<const void *> srcs;
             for (int r = 0; r < L; ++r) srcs.push_back(input(r, sp));
             const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op, {ready});
-            mine.push_back(rail_allreduce_ring(s, team, rails_of[t], node, res + sp.offset * es,
+            mine.push_back(rail_allreduce_ring(c, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
         }

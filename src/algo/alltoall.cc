@@ -3,8 +3,8 @@
 
 namespace strata {
 
-Status build_alltoall_pairwise(Team &team, const CollArgs &a);
-Status build_alltoall_hier_agg(Team &team, const CollArgs &a);
+Status build_alltoall_pairwise(Call &c, const CollArgs &a);
+Status build_alltoall_hier_agg(Call &c, const CollArgs &a);
 
 // In place: copies every outgoing block (all but this rank's own) into tmp, back
 // to back, and points from[] at the copies; otherwise copies the own block into
@@ -47,7 +47,7 @@ const Algorithm kAlltoall[] = {
 // through the slots and its count swap cost more than the messages it saves
 // (0.2-0.65x of pairwise's speed), so pairwise stays the default until hier_agg is
 // measured across real nodes; coll_strata_alltoall_algorithm=hier_agg forces it.
-int choose_alltoall(const Team &, const CollArgs &) { return 0; }
+const char *choose_alltoall(const Team &, const CollArgs &) { return "pairwise"; }
 
 }  // namespace
 

@@ -37,18 +37,21 @@ struct Item {
 StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
                             std::vector<const char *> &from);
 
-Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int p = team.size(), me = team.rank();
     const int node = l.my_node(), j = l.my_local(), L = l.my_local_size(), nn = l.nnodes();
     MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
-    const int data_tag = team.tag(0), counts_tag = team.tag(1);
+    const int data_tag = c.tag(0), counts_tag = c.tag(1);
     const size_t S = team.segment_bytes();
     const size_t P = size_t(p);
 
     // 1. Every local rank's send counts (row i = local rank i), swapped point to point.
+    //    (This exchange still runs while the schedule is built: the layout of the
+    //    streams below depends on it.)
     std::vector<size_t> counts(size_t(L) * P);
     std::copy(a.send_counts, a.send_counts + p, counts.begin() + std::ptrdiff_t(size_t(j) * P));
     if (L > 1) {
@@ -59,7 +62,7 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
             x.send(a.send_counts, P * sizeof(size_t), r, counts_tag);
             x.recv(counts.data() + size_t(i) * P, P * sizeof(size_t), r, counts_tag);
         }
-        STRATA_CHECK(x.run(team.transport()));
+        STRATA_CHECK(x.run(team.transport(), &team, c.numbering()));
     }
     auto sc = [&](int local, int dst) { return counts[size_t(local) * P + size_t(dst)]; };
 
@@ -115,7 +118,7 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
         }
     }
     const size_t total = staged_bytes + out_bytes + in_bytes;
-    char *tmp = total ? team.scratch(total) : nullptr;
+    char *tmp = total ? c.scratch(total) : nullptr;
     if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall hier_agg scratch");
     char *out_buf = tmp + staged_bytes, *in_buf = out_buf + out_bytes;
 
@@ -141,12 +144,12 @@ Status build_alltoall_hier_agg(Team &team, const CollArgs &a) {
     }
 
     // 5. The shared-memory streams, segment by segment.
-    const uint64_t first = team.take_segments(nseg);
+    const uint64_t first = c.take_segments(nseg);
     std::vector<size_t> cursor(static_cast<size_t>(L), 0);
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         const size_t lo = size_t(k) * 2 * S, hi = lo + 2 * S;
-        const StepId free = team.stage_free(s, g, {staged});
+        const StepId free = c.stage_free(g, {staged});
         std::vector<StepId> done;
         for (int i = 0; i < L; ++i) {
             std::vector<Item> &its = items[size_t(i)];

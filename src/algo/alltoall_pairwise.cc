@@ -9,7 +9,7 @@
 //
 // On a device team, plain alltoall (every block the same size, at the same place on
 // every rank) not in place: the ranks of a node map each other's send buffers through
-// CUDA IPC (team.map_local_buffers) and each copies its blocks from its node peers
+// CUDA IPC (call.map_local_buffers) and each copies its blocks from its node peers
 // straight out of theirs, instead of a send and a receive; a rank returns once every
 // local peer is done reading its buffer.
 #include "algo/algo.h"
@@ -19,18 +19,19 @@ namespace strata {
 StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
                             std::vector<const char *> &from);
 
-Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const int p = team.size(), me = team.rank();
     char *rbuf = static_cast<char *>(a.recvbuf);
-    const int tag = team.tag(0);  // one message per ordered pair
+    const int tag = c.tag(0);  // one message per ordered pair
 
     std::vector<const char *> from(size_t(p), nullptr);  // where each outgoing block is read
     char *tmp = nullptr;
     if (a.in_place) {
         size_t total = 0;
         for (int r = 0; r < p; ++r) total += r == me ? 0 : a.send_counts[r];
-        tmp = total ? team.scratch(total) : nullptr;
+        tmp = total ? c.scratch(total) : nullptr;
         if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall scratch");
     }
     const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
@@ -40,7 +41,7 @@ Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
     bool mapped = false;
     const size_t total = a.send_counts[me] * size_t(p);  // uniform: the same on every rank
     if (a.uniform && !a.in_place && team.zero_copy(total))
-        STRATA_CHECK(team.map_local_buffers(a.sendbuf, total, &peers, &mapped));
+        STRATA_CHECK(c.map_local_buffers(a.sendbuf, total, &peers, &mapped));
     auto local = [&](int r) { return mapped && l.node_of[size_t(r)] == l.my_node(); };
     std::vector<StepId> copies;
     for (int i = 1; i < p; ++i) {
@@ -53,7 +54,7 @@ Status build_alltoall_pairwise(Team &team, const CollArgs &a) {
                                     peers[size_t(l.local_of[size_t(fr)])] + a.send_displs[me], a.counts[fr]));
         }
     }
-    if (mapped) team.done_together(s, copies);
+    if (mapped) c.done_together(copies);
     return STRATA_OK;
 }
 

@@ -3,8 +3,8 @@
 
 namespace strata {
 
-Status build_bcast_hier_chain(Team &team, const CollArgs &a);
-Status build_bcast_hier_tree(Team &team, const CollArgs &a);
+Status build_bcast_hier_chain(Call &c, const CollArgs &a);
+Status build_bcast_hier_tree(Call &c, const CollArgs &a);
 
 namespace {
 
@@ -19,8 +19,8 @@ const Algorithm kBcast[] = {
      build_bcast_hier_tree},
 };
 
-int choose_bcast(const Team &team, const CollArgs &a) {
-    return a.count <= team.config().small_msg_size ? 1 : 0;
+const char *choose_bcast(const Team &team, const CollArgs &a) {
+    return a.count <= team.config().small_msg_size ? "hier_tree" : "hier_chain";
 }
 
 }  // namespace

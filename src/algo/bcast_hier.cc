@@ -15,7 +15,7 @@
 // bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
 //
 // On a device team the node root's copy into its stage goes away where it can: its
-// local peers map its buffer through CUDA IPC (team.map_local_buffers) and copy each
+// local peers map its buffer through CUDA IPC (call.map_local_buffers) and copy each
 // segment straight out of it after READY; the node root then returns only once every
 // local peer has said DONE for the last segment.
 #include "algo/algo.h"
@@ -24,19 +24,20 @@ namespace strata {
 
 namespace {
 
-Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
-    Schedule &s = team.schedule();
+Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int N = l.nnodes(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     const int root_node = l.node_of[a.root], nr = l.local_of[a.root] % L;
     const size_t window = 2 * team.segment_bytes();
     const uint64_t nseg = div_up(a.count, window);
-    const uint64_t first = team.take_segments(nseg);
+    const uint64_t first = c.take_segments(nseg);
     MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
     std::vector<const char *> mapped_bufs;  // [nr]: the node root's buffer, when mapped
     bool mapped = false;
-    if (team.zero_copy(a.count)) STRATA_CHECK(team.map_local_buffers(buf, a.count, &mapped_bufs, &mapped, nr));
+    if (team.zero_copy(a.count)) STRATA_CHECK(c.map_local_buffers(buf, a.count, &mapped_bufs, &mapped, nr));
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);
@@ -59,7 +60,7 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         const size_t off = k * window, len = std::min(window, a.count - off);
-        const int tag = team.tag(k);
+        const int tag = c.tag(k);
         if (j == nr) {
             const StepId got = parent < 0 ? kNoStep : s.recv(buf + off, len, parent, tag);
             for (int c : children) s.send(buf + off, len, c, tag, {got});
@@ -67,7 +68,7 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
             if (L > 1 && mapped) {
                 ready = s.signal(team.flag(j, kFlagReady), g + 1, {got});
             } else if (L > 1) {
-                const StepId free = team.stage_free(s, g);
+                const StepId free = c.stage_free(g);
                 const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
                 ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
             }
@@ -79,13 +80,13 @@ Status build_bcast_hier(Team &team, const CollArgs &a, bool chain) {
             s.signal(team.flag(j, kFlagDone), g + 1, {cp});
         }
     }
-    if (mapped && j == nr) team.wait_all(s, kFlagDone, first + nseg, j);
+    if (mapped && j == nr) c.wait_all(kFlagDone, first + nseg, j);
     return STRATA_OK;
 }
 
 }  // namespace
 
-Status build_bcast_hier_chain(Team &team, const CollArgs &a) { return build_bcast_hier(team, a, true); }
-Status build_bcast_hier_tree(Team &team, const CollArgs &a) { return build_bcast_hier(team, a, false); }
+Status build_bcast_hier_chain(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, true); }
+Status build_bcast_hier_tree(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, false); }
 
 }  // namespace strata

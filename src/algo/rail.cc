@@ -12,9 +12,11 @@ namespace strata {
 
 uint64_t rail_tag_span(size_t members) { return 2 * members + 2; }
 
-StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+StepId rail_allreduce_ring(Call &c, const std::vector<int> &members, int pos,
                            char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                            uint64_t tag_sub, const Deps &deps) {
+    Schedule &s = c.schedule();
+    Team &team = c.team();
     const int p = static_cast<int>(members.size());
     if (p == 1) return s.join(deps);
     const size_t es = strata_dtype_size(dtype);
@@ -27,7 +29,7 @@ StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &memb
     std::vector<StepId> sends;
     for (int i = 0; i < p - 1; ++i) {
         const Split out = block(pos - i), in = block(pos - i - 1);
-        const int tag = team.tag(tag_sub + uint64_t(i));
+        const int tag = c.tag(tag_sub + uint64_t(i));
         sends.push_back(s.send(buf + out.offset * es, out.length * es, next, tag, {last}));
         const StepId r = s.recv(tmp + in.offset * es, in.length * es, prev, tag, {last});
         last = s.reduce(dom, buf + in.offset * es, {buf + in.offset * es, tmp + in.offset * es},
@@ -40,7 +42,7 @@ StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &memb
     std::vector<StepId> all{last};
     for (int i = 0; i < p - 1; ++i) {
         const Split out = block(pos + 1 - i), in = block(pos - i);
-        const int tag = team.tag(tag_sub + uint64_t(p - 1 + i));
+        const int tag = c.tag(tag_sub + uint64_t(p - 1 + i));
         all.push_back(s.send(buf + out.offset * es, out.length * es, next, tag, {last}));
         last = s.recv(buf + in.offset * es, in.length * es, prev, tag, {last});
         all.push_back(last);
@@ -48,9 +50,11 @@ StepId rail_allreduce_ring(Schedule &s, Team &team, const std::vector<int> &memb
     return s.join(all);
 }
 
-StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &members, int pos,
+StepId rail_allreduce_rd(Call &c, const std::vector<int> &members, int pos,
                          char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                          uint64_t tag_sub, const Deps &deps) {
+    Schedule &s = c.schedule();
+    Team &team = c.team();
     const int p = static_cast<int>(members.size());
     if (p == 1) return s.join(deps);
     const size_t bytes = count * strata_dtype_size(dtype);
@@ -61,14 +65,14 @@ StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &member
     int rounds = 0;
     while ((1 << rounds) < p2) ++rounds;
     // Tags: tag_sub folds in, tag_sub + 1 + round exchanges, tag_sub + 1 + rounds unfolds.
-    const int unfold_tag = team.tag(tag_sub + 1 + uint64_t(rounds));
+    const int unfold_tag = c.tag(tag_sub + 1 + uint64_t(rounds));
 
     // Fold: among the first 2*extra positions, even ones hand their data to the
     // next odd one and sit out; the rest renumber to 0..p2-1.
     StepId last = s.join(deps);
     int vpos;
     if (pos < 2 * extra) {
-        const int tag = team.tag(tag_sub);
+        const int tag = c.tag(tag_sub);
         if (pos % 2 == 0) {
             const StepId snd = s.send(buf, bytes, members[pos + 1], tag, {last});
             // Unfold: receive the final result from the partner.
@@ -85,7 +89,7 @@ StepId rail_allreduce_rd(Schedule &s, Team &team, const std::vector<int> &member
     int round = 0;
     for (int mask = 1; mask < p2; mask <<= 1, ++round) {
         const int peer = members[real(vpos ^ mask)];
-        const int tag = team.tag(tag_sub + 1 + uint64_t(round));
+        const int tag = c.tag(tag_sub + 1 + uint64_t(round));
         const StepId snd = s.send(buf, bytes, peer, tag, {last});
         const StepId r = s.recv(tmp, bytes, peer, tag, {last});
         // Both operands in the same order on both partners: lower position first.

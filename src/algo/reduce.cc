@@ -3,8 +3,8 @@
 
 namespace strata {
 
-Status build_reduce_hier_tree(Team &team, const CollArgs &a);
-Status build_reduce_hier_chain(Team &team, const CollArgs &a);
+Status build_reduce_hier_tree(Call &c, const CollArgs &a);
+Status build_reduce_hier_chain(Call &c, const CollArgs &a);
 
 namespace {
 
@@ -19,8 +19,8 @@ const Algorithm kReduce[] = {
      build_reduce_hier_chain},
 };
 
-int choose_reduce(const Team &team, const CollArgs &a) {
-    return a.bytes() <= team.config().small_msg_size ? 0 : 1;
+const char *choose_reduce(const Team &team, const CollArgs &a) {
+    return a.bytes() <= team.config().small_msg_size ? "hier_tree" : "hier_chain";
 }
 
 }  // namespace

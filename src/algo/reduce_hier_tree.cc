@@ -22,11 +22,12 @@
 
 namespace strata {
 
-static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
-    Schedule &s = team.schedule();
+static Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(team, a.count, a.dtype);
+    const Segments sg = take_segments(c, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local();
     const int jr = l.local_of[size_t(a.root)], root_node = l.node_of[size_t(a.root)];
     const bool agent = j == jr % L;
@@ -55,7 +56,7 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     }
     auto member = [&](int rel) { return rail[size_t((rel + root_node) % p)]; };
     const size_t nch = children.size() ? children.size() : 1;
-    char *tmp = agent ? team.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
+    char *tmp = agent ? c.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
     if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
 
     for (uint64_t k = 0; k < sg.n; ++k) {
@@ -63,7 +64,7 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
         const size_t off = sg.offset(k), cnt = sg.length(k);
         char *in = team.slot(j, g, 0);
 
-        const StepId free = team.stage_free(s, g);
+        const StepId free = c.stage_free(g);
         const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
         const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
         if (!agent) {  // the agent's DONE guards this slot from here on
@@ -71,13 +72,13 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
             continue;
         }
         char *res = team.slot(j, g, 1);
-        const StepId ready = team.wait_all(s, kFlagReady, g + 1, j);
+        const StepId ready = c.wait_all(kFlagReady, g + 1, j);
         std::vector<const void *> srcs;
         for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
         StepId last = s.reduce(dom, res, srcs, cnt, a.dtype, a.op, {ready, copied});
 
         // Fold in each child's partial sum (one tag per segment: the pair is unique).
-        const int tag = team.tag(k);
+        const int tag = c.tag(k);
         char *stage_tmp = tmp + (g % Team::kStages) * nch * sg.bytes;
         for (size_t c = 0; c < children.size(); ++c) {
             char *t = stage_tmp + c * sg.bytes;
@@ -91,7 +92,7 @@ static Status build_reduce_hier(Team &team, const CollArgs &a, bool chain) {
     return STRATA_OK;
 }
 
-Status build_reduce_hier_tree(Team &team, const CollArgs &a) { return build_reduce_hier(team, a, false); }
-Status build_reduce_hier_chain(Team &team, const CollArgs &a) { return build_reduce_hier(team, a, true); }
+Status build_reduce_hier_tree(Call &c, const CollArgs &a) { return build_reduce_hier(c, a, false); }
+Status build_reduce_hier_chain(Call &c, const CollArgs &a) { return build_reduce_hier(c, a, true); }
 
 }  // namespace strata

@@ -3,8 +3,8 @@
 
 namespace strata {
 
-Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a);
-Status build_reduce_scatter_hier_rd(Team &team, const CollArgs &a);
+Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);
+Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a);
 
 namespace {
 
@@ -21,8 +21,8 @@ const Algorithm kReduceScatter[] = {
 };
 
 // The total count is the same on every rank, so the choice is too.
-int choose_reduce_scatter(const Team &team, const CollArgs &a) {
-    return a.bytes() <= team.config().small_msg_size ? 1 : 0;
+const char *choose_reduce_scatter(const Team &team, const CollArgs &a) {
+    return a.bytes() <= team.config().small_msg_size ? "hier_rd" : "hier_direct";
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 // of segments already copied in.
 //
 // On a device team, when not in place, step 1 goes away where it can: the ranks of a
-// node map each other's send buffers through CUDA IPC (team.map_local_buffers) and
+// node map each other's send buffers through CUDA IPC (call.map_local_buffers) and
 // the owners read them in place. A rank's copy-out waits only for the owners of its
 // own range, so it also waits for every local peer's last SLICE before returning:
 // until then a peer may still read its send buffer. (In place stays on the copy-in
@@ -39,11 +39,12 @@ Range meet(Range a, Range b) {
 }
 }  // namespace
 
-Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
-    Schedule &s = team.schedule();
+Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(team, a.count, a.dtype);
+    const Segments sg = take_segments(c, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node(), nnodes = l.nnodes();
     MemDomain &dom = team.domain();
@@ -62,12 +63,12 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
     for (int t = 0; t < lmax; ++t) rails[size_t(t)] = l.rail(t);
 
     // Receive space: per stage, one segment-sized area per node (indexed like the slot).
-    char *tmp = team.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
+    char *tmp = c.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
     std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
     bool mapped = false;
     if (!a.in_place && team.zero_copy(a.bytes()))
-        STRATA_CHECK(team.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
+        STRATA_CHECK(c.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -80,12 +81,12 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
             return Range{off + sp.offset, off + sp.offset + sp.length};
         };
 
-        const StepId free = team.stage_free(s, g);
+        const StepId free = c.stage_free(g);
         StepId ready = free;  // every input of segment g can be read (and res written)
         if (!mapped) {
             const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
             s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            ready = team.wait_all(s, kFlagReady, g + 1, j, {copied});
+            ready = c.wait_all(kFlagReady, g + 1, j, {copied});
         }
 
         std::vector<StepId> mine_done;
@@ -109,7 +110,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
                     const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
                                          uint64_t(l.local_of[size_t(r)]);
                     mine_done.push_back(s.send(res + (part.lo - off) * es, (part.hi - part.lo) * es,
-                                               rail[size_t(m)], team.tag(sub), {red}));
+                                               rail[size_t(m)], c.tag(sub), {red}));
                 }
             }
             // ... and fold in the other nodes' sums of my node's parts.
@@ -124,7 +125,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
                     char *t_m = stage_tmp + size_t(m) * sg.bytes + o;
-                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], team.tag(sub),
+                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], c.tag(sub),
                                    {free}));
                     parts.push_back(t_m);
                 }
@@ -150,7 +151,7 @@ Status build_reduce_scatter_hier_direct(Team &team, const CollArgs &a) {
         }
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
-    if (mapped) team.wait_all(s, kFlagSlice, sg.first + sg.n, j);
+    if (mapped) c.wait_all(kFlagSlice, sg.first + sg.n, j);
     return STRATA_OK;
 }
 

@@ -8,21 +8,22 @@
 
 namespace strata {
 
-Status build_allreduce_hier_rd(Team &team, const CollArgs &a);
+Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 
-Status build_reduce_scatter_hier_rd(Team &team, const CollArgs &a) {
+Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a) {
+    Team &team = c.team();
     const size_t es = strata_dtype_size(a.dtype);
-    char *whole = team.staging(a.count * es);
+    char *whole = c.scratch2(a.count * es);
     if (!whole) return fail(STRATA_ERR_NOMEM, "reduce_scatter staging buffer");
     CollArgs all = a;
     all.recvbuf = whole;
     all.in_place = false;
-    STRATA_CHECK(build_allreduce_hier_rd(team, all));
+    STRATA_CHECK(build_allreduce_hier_rd(c, all));
 
     // The rank's range starts after every lower rank's count.
     size_t offset = 0;
     for (int r = 0; r < team.rank(); ++r) offset += a.counts[r];
-    Schedule &s = team.schedule();
+    Schedule &s = c.schedule();
     std::vector<StepId> everything(s.size());
     for (size_t i = 0; i < everything.size(); ++i) everything[i] = StepId(i);
     s.copy(team.domain(), a.recvbuf, whole + offset * es, a.counts[team.rank()] * es,

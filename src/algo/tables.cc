@@ -1,7 +1,15 @@
 // src/algo/tables.cc - the algorithm table of each collective.
 #include "algo/algo.h"
 
+#include <cstring>
+
 namespace strata {
+
+int AlgorithmTable::find(const char *name) const {
+    for (int i = 0; i < count && name != nullptr; ++i)
+        if (strcmp(algorithms[i].name, name) == 0) return i;
+    return -1;
+}
 
 const AlgorithmTable &algorithm_table(strata_coll_t coll) {
     static const AlgorithmTable none{nullptr, 0, nullptr};

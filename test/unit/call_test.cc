@@ -163,3 +163,19 @@ TEST(Call, ManyCallsNumberedAlikeStayExact) {
 }
 
 }  // namespace
+
+// The core says which algorithm served the last call (the glue's verbose line uses it).
+TEST(Call, TheTeamNamesTheAlgorithmOfItsLastCall) {
+    const Ranks r = on_teams(kTwoNodes, [](int rank, strata_team_t *team) {
+        EXPECT_EQ(strata_team_last_algorithm(team), nullptr);
+        int wrong = 0;
+        strata_status_t st = sum(team, rank, 8, 4, &wrong);  // small: the latency rule
+        const uint64_t rd = strata_team_calls(team, STRATA_COLL_ALLREDUCE, 1);
+        EXPECT_STREQ(strata_team_last_algorithm(team), strata_algorithm_name(STRATA_COLL_ALLREDUCE, rd ? 1 : 0));
+        if (st == STRATA_OK) st = sum(team, rank, 200000, 4, &wrong);  // large: the bandwidth rule
+        EXPECT_STREQ(strata_team_last_algorithm(team), "hier_ring");
+        EXPECT_EQ(wrong, 0);
+        return st;
+    });
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(r.st[k], STRATA_OK) << "rank " << k;
+}

@@ -1,0 +1,98 @@
+// src/call.cc - one collective call (see call.h).
+#include "call.h"
+
+#include "stage.h"
+
+namespace strata {
+
+Call::Call(Team &team) : team_(team) {}
+
+Call::~Call() = default;
+
+void Call::begin(uint64_t number) {
+    number_ = number;
+    seg_seq_ = 0;
+    mapped_ = false;
+    sched_.clear();
+    bounce_.reset();
+}
+
+void Call::restart(uint64_t number) {
+    number_ = number;
+    sched_.rewind();
+}
+
+Numbering Call::numbering() const {
+    return Numbering{number_ << 32, static_cast<int>((number_ % Team::kTagCalls) << 12)};
+}
+
+Status Call::run() { return sched_.run(team_.transport(), &team_, numbering()); }
+
+uint64_t Call::take_segments(uint64_t n) {
+    const uint64_t first = seg_seq_;
+    seg_seq_ += n;
+    return first;
+}
+
+StepId Call::wait_all(int which, uint64_t value, int except, const Deps &deps) {
+    Deps all = deps;
+    for (int r = 0; r < team_.layout().my_local_size(); ++r) {
+        if (r != except) all.add(sched_.wait(team_.flag(r, which), value, deps));
+    }
+    return sched_.join(all);
+}
+
+StepId Call::done_together(const Deps &deps) {
+    const int me = team_.layout().my_local();
+    const uint64_t g = take_segments(1);
+    sched_.signal(team_.flag(me, kFlagDone), g + 1, deps);
+    return wait_all(kFlagDone, g + 1, me);
+}
+
+// Relative values: the previous call ended at (its number << 32) + 2^32 - 1, which
+// is -1 here; the team raised its flags to the end of call 0 at setup.
+StepId Call::stage_free(uint64_t seg, const Deps &deps) {
+    if (seg < Team::kStages) return wait_all(kFlagDone, ~uint64_t(0), -1, deps);
+    // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.
+    return wait_all(kFlagDone, seg - Team::kStages + 1, -1, deps);
+}
+
+Status Call::map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
+                               int source) {
+    const Status st = team_.map_local_buffers(number_, buf, bytes, bufs, mapped, source);
+    mapped_ = st == STRATA_OK && *mapped;
+    return st;
+}
+
+char *Call::Buffer::reserve(MemDomain &d, size_t n) {
+    if (n > bytes || dom != &d) {
+        drop();
+        void *p = nullptr;
+        if (d.alloc(n, &p) != STRATA_OK) return nullptr;
+        dom = &d;
+        ptr = static_cast<char *>(p);
+        bytes = n;
+    }
+    return ptr;
+}
+
+void Call::Buffer::drop() {
+    if (ptr != nullptr) dom->release(ptr);
+    dom = nullptr;
+    ptr = nullptr;
+    bytes = 0;
+}
+
+char *Call::scratch(size_t bytes) { return scratch_.reserve(team_.domain(), bytes); }
+char *Call::scratch2(size_t bytes) { return scratch2_.reserve(team_.domain(), bytes); }
+
+Staging &Call::copies() {
+    if (!copies_) copies_.reset(new Staging);
+    return *copies_;
+}
+
+void Call::abandon_memory() {
+    (void)copies_.release();  // leaked on purpose: never freed under a peer's mapping
+}
+
+}  // namespace strata

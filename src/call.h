@@ -1,0 +1,108 @@
+// src/call.h - one collective call: its schedule, its memory, its numbers.
+//
+// A Team lives as long as its communicator (layout, shared memory, device regions,
+// caches, settings); a Call lives as long as one collective call, or, for a
+// persistent collective, as long as its request. A call owns what an algorithm
+// builds and uses: the schedule, private scratch memory, the copies of this rank's
+// buffers in the team's memory kind, the bounce buffers of the staged transport.
+//
+// Numbers are relative. A builder takes segment numbers from 0 and tags from 0; the
+// schedule runs with the call's numbering (Numbering: flag values + number << 32, tag
+// slot number % Team::kTagCalls), so the same built schedule can run again as a later
+// call: a persistent collective builds once and starts many times.
+#ifndef STRATA_CALL_H
+#define STRATA_CALL_H
+
+#include <memory>
+#include <vector>
+
+#include "engine.h"
+#include "team.h"
+
+namespace strata {
+
+class Staging;
+
+class Call {
+public:
+    explicit Call(Team &team);
+    ~Call();
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
+
+    Team &team() const { return team_; }
+
+    // Begins building call `number` (from Team::begin_call): an empty schedule, no
+    // segment numbers taken, nothing mapped.
+    void begin(uint64_t number);
+    // Makes the built schedule pending again as call `number` (a persistent collective's
+    // next start): same steps, same buffers, the call's own flag values and tags.
+    void restart(uint64_t number);
+    uint64_t number() const { return number_; }
+    // Flag values and tags of this call's schedule, relative to 0, are shifted by these.
+    Numbering numbering() const;
+    Schedule &schedule() { return sched_; }
+    // Runs the schedule as call number() (the team watches for peers' failures and the
+    // deadline). A schedule may run again after begin(n) with a later number.
+    Status run();
+
+    // Pipeline segments: n consecutive numbers, counted from 0 in each call.
+    uint64_t take_segments(uint64_t n);
+    // Tag of message `sub` of this call (sub < Team::kTagSubs).
+    int tag(uint64_t sub) const { return static_cast<int>(sub % Team::kTagSubs); }
+
+    // Step that completes once every local rank has finished segment seg - kStages,
+    // so the stage segment seg uses may be overwritten (for the first ones: once every
+    // local rank ended the previous call).
+    StepId stage_free(uint64_t seg, const Deps &deps = {});
+    // Step that completes once every local rank (but `except`) has set flag `which`
+    // to at least value.
+    StepId wait_all(int which, uint64_t value, int except, const Deps &deps = {});
+    // For a call that takes no stages but whose node peers read this rank's buffers:
+    // takes one segment number, signals DONE for it after deps, and returns the step
+    // that completes once every local rank has, so that no rank returns before.
+    StepId done_together(const Deps &deps);
+
+    // Private memory of the team's domain; a pointer stays valid until the next call
+    // of the same function with more bytes.
+    char *scratch(size_t bytes);
+    // A second private buffer, for an algorithm that composes another one (which
+    // takes scratch() for itself). Same lifetime rule.
+    char *scratch2(size_t bytes);
+    // Bounce buffers of the staged transport (Schedule::stage_transfers).
+    BouncePool &bounce() { return bounce_; }
+    // Copies of this rank's buffers in the team's memory kind (stage.h).
+    Staging &copies();
+
+    // Zero-copy reads of node peers' buffers (Team::map_local_buffers) in this call.
+    Status map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
+                             int source = -1);
+    bool mapped() const { return mapped_; }
+
+    // Lets go of memory node peers may still have mapped, without freeing it (a peer
+    // that did not say it unmapped at teardown).
+    void abandon_memory();
+
+private:
+    struct Buffer {  // grow-only memory of one domain
+        MemDomain *dom = nullptr;
+        char *ptr = nullptr;
+        size_t bytes = 0;
+        char *reserve(MemDomain &d, size_t n);
+        void drop();
+        ~Buffer() { drop(); }
+    };
+
+    Team &team_;
+    uint64_t number_ = 0;
+    uint64_t seg_seq_ = 0;
+    bool mapped_ = false;
+    Schedule sched_;
+    Buffer scratch_, scratch2_;
+    BouncePool bounce_;
+    std::unique_ptr<Staging> copies_;
+};
+
+}  // namespace strata
+
+#endif
