@@ -18,8 +18,12 @@
 #include "opal/util/show_help.h"
 #include "strata_device.h"
 
+/* configure's AC_INIT, passed to every compile (Makefile.am, STRATA_VERSION_CPPFLAGS) */
+#if !defined(STRATA_VERSION_STRING) || !defined(STRATA_VERSION_MAJOR)
+#error "strata's version comes from configure: build through the Makefile"
+#endif
 const char *mca_coll_strata_component_version_string =
-    "strata collective component version " STRATA_VERSION;
+    "strata collective component version " STRATA_VERSION_STRING;
 
 static int mca_coll_strata_register(void);
 static int mca_coll_strata_open(void);
@@ -30,8 +34,9 @@ mca_coll_strata_component_t mca_coll_strata_component = {
         .collm_version = {
             MCA_COLL_STRATA_BASE_VERSION,
             .mca_component_name = "strata",
-            /* strata's own version (STRATA_VERSION), not Open MPI's */
-            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            /* strata's own version (configure's AC_INIT), not Open MPI's */
+            MCA_BASE_MAKE_VERSION(component, STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR,
+                                  STRATA_VERSION_RELEASE),
             .mca_open_component = mca_coll_strata_open,
             .mca_close_component = mca_coll_strata_close,
             .mca_register_component_params = mca_coll_strata_register,
