@@ -1,8 +1,6 @@
 // sys_probe.cc - build facts, Open MPI, UCX, GPUDirect RDMA, /dev/shm; see sys_probe.h.
 #include "topo/sys_probe.h"
 
-#include "src/strata.h"
-
 #include <hwloc.h>
 
 #include <cerrno>
@@ -33,7 +31,7 @@ std::string hwloc_version_string(unsigned v) {
 
 BuildInfo build_info() {
     BuildInfo b;
-    b.strata_version = STRATA_VERSION;
+    b.strata_version = STRATA_VERSION_STRING;  // configure's AC_INIT (Makefile.am)
 #ifdef STRATA_HAVE_CUDA
     b.cuda = true;
     b.cuda_version = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string((CUDA_VERSION % 1000) / 10);

@@ -18,8 +18,12 @@
 #include "opal/util/show_help.h"
 #include "strata_device.h"
 
+/* configure's AC_INIT, passed to every compile (Makefile.am, STRATA_VERSION_CPPFLAGS) */
+#if !defined(STRATA_VERSION_STRING) || !defined(STRATA_VERSION_MAJOR)
+#error "strata's version comes from configure: build through the Makefile"
+#endif
 const char *mca_coll_strata_component_version_string =
-    "strata collective component version " STRATA_VERSION;
+    "strata collective component version " STRATA_VERSION_STRING;
 
 static int mca_coll_strata_register(void);
 static int mca_coll_strata_open(void);
@@ -30,8 +34,9 @@ mca_coll_strata_component_t mca_coll_strata_component = {
         .collm_version = {
             MCA_COLL_STRATA_BASE_VERSION,
             .mca_component_name = "strata",
-            /* strata's own version (STRATA_VERSION), not Open MPI's */
-            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            /* strata's own version (configure's AC_INIT), not Open MPI's */
+            MCA_BASE_MAKE_VERSION(component, STRATA_VERSION_MAJOR, STRATA_VERSION_MINOR,
+                                  STRATA_VERSION_RELEASE),
             .mca_open_component = mca_coll_strata_open,
             .mca_close_component = mca_coll_strata_close,
             .mca_register_component_params = mca_coll_strata_register,
@@ -45,19 +50,9 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     /* Above hcoll (90), fca (80), cuda (78), self (75), sync (50), tuned (30),
      * libnbc/basic (10): strata must see device buffers before any of them. */
     .priority = 95,
-    .verbose = 0,
     .enable = true,
-    .host_buffers = false,
-    .node_size = 0,
-    .segment_size = 262144,
-    .small_msg_size = 16384,
-    .shm_dir = NULL,
-    .device_path = STRATA_DEVICE_PATH_GPU,
-    .device_transport = STRATA_DEVICE_TRANSPORT_AUTO,
-    .ipc_cache_size = 64,
-    .timeout = 0,
-    .check_args = false,
-    .lazy_calls = 4,
+    /* the core's settings take their defaults from strata_config_defaults() at
+     * registration (mca_coll_strata_register): the numbers live in one place */
     .output = -1,
 };
 
@@ -94,7 +89,6 @@ static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t 
     }
     snprintf(name, sizeof(name), "%s_algorithm", strata_coll_name(coll));
 
-    mca_coll_strata_component.algorithm[coll] = STRATA_ALG_AUTO;
     if (OPAL_SUCCESS == mca_base_var_enum_create(name, values, &en)) {
         (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, en, 0, 0,
                                                OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
@@ -183,11 +177,39 @@ static void check_ranges(void)
     }
 }
 
+/* Every setting the core has starts from the core's own default (strata_config_defaults),
+ * so that a default is written once; registering a variable makes the value found in its
+ * storage the variable's default. */
+static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_config_t *d)
+{
+    int coll;
+    cs->verbose = d->verbose;
+    cs->host_buffers = 0 != d->host_buffers;
+    cs->node_size = d->node_size;
+    cs->segment_size = d->segment_size;
+    cs->small_msg_size = d->small_msg_size;
+    for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
+        cs->algorithm[coll] = d->algorithm[coll];
+    }
+    cs->shm_dir = (char *) d->shm_dir;   /* registering copies a string variable's default */
+    cs->device_path = d->device_path;
+    cs->device_transport = d->device_transport;
+    cs->ipc_cache_size = d->ipc_cache_size;
+    cs->timeout = d->timeout;
+    cs->check_args = 0 != d->check_args;
+    cs->lazy_calls = d->lazy_calls;
+}
+
 static int mca_coll_strata_register(void)
 {
     const mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
     mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    strata_config_t defaults;
+    char desc[1024];
     int coll;
+
+    strata_config_defaults(&defaults);
+    take_core_defaults(cs, &defaults);
 
     (void) mca_base_component_var_register(c, "enable",
         "Use the strata component at all (false: strata declines every communicator)",
@@ -204,13 +226,15 @@ static int mca_coll_strata_register(void)
         "2 one line per call (collective, bytes, algorithm or fallback reason)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
         &cs->verbose);
-    (void) mca_base_component_var_register(c, "host_buffers",
+    snprintf(desc, sizeof desc,
         "Run strata on communicators where no rank has a GPU (a current CUDA context). "
-        "When false (the default), such communicators hand every call to the component "
+        "When false%s, such communicators hand every call to the component "
         "strata replaced; where any rank has a GPU, strata takes each supported call "
         "whatever its buffers (host or device, also mixed across ranks), since whether it "
-        "runs must agree on all ranks. True runs strata on CPU-only jobs too (testing, "
+        "runs must agree on all ranks. True%s runs strata on CPU-only jobs too (testing, "
         "CPU clusters)",
+        cs->host_buffers ? "" : " (the default)", cs->host_buffers ? " (the default)" : "");
+    (void) mca_base_component_var_register(c, "host_buffers", desc,
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->host_buffers);
     (void) mca_base_component_var_register(c, "node_size",
@@ -272,14 +296,15 @@ static int mca_coll_strata_register(void)
         "mapping off: every call copies through the stage slots",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->ipc_cache_size);
-    (void) mca_base_component_var_register(c, "timeout",
+    snprintf(desc, sizeof desc,
         "Seconds a collective may make no progress (wait for a peer that neither sends nor "
         "signals) before it fails with MPI_ERR_OTHER through the communicator's error "
         "handler, with one line naming the communicator, the collective, the call number, "
-        "the step it waits in and the rank it waits for. 0 (the default) waits for ever, as "
-        "MPI does: a valid program may enter a collective late (a rank writing a "
-        "checkpoint). A failure a rank knows of (bad argument, out of memory, driver error) "
-        "reaches its peers at once whatever this is",
+        "the step it waits in and the rank it waits for. 0 waits for ever, as MPI does: a "
+        "valid program may enter a collective late (a rank writing a checkpoint); the "
+        "default is %g. A failure a rank knows of (bad argument, out of memory, driver "
+        "error) reaches its peers at once whatever this is", cs->timeout);
+    (void) mca_base_component_var_register(c, "timeout", desc,
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->timeout);
     (void) mca_base_component_var_register(c, "lazy_calls",

@@ -120,6 +120,8 @@ TEST(AllgatherRule, AgreesWhenOwnBlocksDiffer) {
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.node_size = 2;
         cfg.segment_size = 4096;
         cfg.small_msg_size = 1000;

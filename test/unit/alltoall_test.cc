@@ -125,6 +125,8 @@ TEST_P(AlltoallLayouts, ExactForEveryCall) {
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.node_size = lay.node_size;
         cfg.segment_size = lay.segment;
         cfg.small_msg_size = 2048;

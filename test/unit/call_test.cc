@@ -29,6 +29,8 @@ Ranks on_teams(const std::vector<int> &keys, const Body &body, double timeout = 
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.timeout = timeout;
         cfg.check_args = check_args;
         strata_transport_t tp = job.transport(rank);

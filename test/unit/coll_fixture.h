@@ -169,6 +169,8 @@ std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const st
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.node_size = lay.node_size;
         cfg.segment_size = lay.segment;
         cfg.small_msg_size = 2048;

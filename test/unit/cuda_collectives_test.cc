@@ -555,6 +555,7 @@ Outcome run_job(const Layout &lay, int cache, const std::string &what) {
         for (const Setting &algs : settings) {
             strata_config_t cfg;
             strata_config_defaults(&cfg);
+            cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
             cfg.host_buffers = 1;
             cfg.verbose = 2;
             cfg.node_size = lay.node_size;

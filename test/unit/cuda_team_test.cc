@@ -59,6 +59,7 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
         strata_transport_t tp = counting[size_t(rank)].transport();
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
         cfg.host_buffers = 1;
         strata_team_t *team = nullptr;
         if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {

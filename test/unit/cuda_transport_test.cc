@@ -317,6 +317,7 @@ Outcome run_job(bool cuda_aware, int device_transport) {
         for (int alg = 0; alg < teams(); ++alg) {
             strata_config_t cfg;
             strata_config_defaults(&cfg);
+            cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
             cfg.host_buffers = 1;
             cfg.node_size = 1;
             cfg.segment_size = 1024;

@@ -32,6 +32,8 @@ std::vector<strata_status_t> one_allreduce(const std::vector<int> &keys, const c
     job.run([&](int rank) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
+        cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.shm_dir = shm_dir;
         strata_transport_t tp = job.transport(rank);
         strata_team_t *team = nullptr;
@@ -80,6 +82,8 @@ TEST(Team, BadArguments) {
     cfg.segment_size = 8;
     EXPECT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_ERR_ARG);
     strata_config_defaults(&cfg);
+    cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+    cfg.lazy_calls = 0;     // whatever the defaults users get
     ASSERT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_OK);
     int v = 1;
     // A NULL buffer is this rank's error (never "in place"); the team takes no more calls.

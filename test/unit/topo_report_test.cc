@@ -1,7 +1,6 @@
 // strata-info's report: build facts, parsers of tool output, JSON round trip.
 #include "topo/info_report.h"
 #include "topo/json_writer.h"
-#include "src/strata.h"
 
 #include <gtest/gtest.h>
 
@@ -184,7 +183,7 @@ TEST(Report, JsonRoundTripFollowsSchema) {
     for (const char *k : {"build", "open_mpi", "cpu", "cuda", "gpus", "peer_access", "nvlinks", "nics", "rails",
                           "ucx", "gpudirect_rdma", "shm", "selftest"})
         EXPECT_TRUE(j.has(k)) << k;
-    EXPECT_EQ(j["build"]["strata_version"].s, STRATA_VERSION);
+    EXPECT_EQ(j["build"]["strata_version"].s, STRATA_VERSION_STRING);
     EXPECT_EQ(j["build"]["cuda"].kind, J::BOOL);
     EXPECT_EQ(j["open_mpi"]["cuda_aware"].kind, J::BOOL);
     EXPECT_FALSE(j["open_mpi"]["cuda_aware"].b);
@@ -229,7 +228,7 @@ TEST(Report, TableSaysWhatIsMissing) {
 
 TEST(BuildFacts, VersionsPresent) {
     BuildInfo b = build_info();
-    EXPECT_EQ(b.strata_version, STRATA_VERSION);
+    EXPECT_EQ(b.strata_version, STRATA_VERSION_STRING);
     EXPECT_FALSE(b.hwloc_compile.empty());
     EXPECT_FALSE(b.hwloc_runtime.empty());
 #ifdef STRATA_HAVE_CUDA
