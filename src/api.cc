@@ -57,6 +57,8 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
     }
 }
 
+// Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
+// counts and logs the call.
 // Every decision before begin_call depends only on agreed values (setup, settings,
 // type and op, size), so a call reaches begin_call on every rank or on none.
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
@@ -145,13 +147,13 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->small_msg_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
-    cfg->host_buffers = 1;
+    cfg->host_buffers = 0;
     cfg->device_path = STRATA_DEVICE_PATH_GPU;
     cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     cfg->ipc_cache_size = 64;
     cfg->timeout = 0;
     cfg->check_args = 0;
-    cfg->lazy_calls = 0;  // the component registers 4 (coll_strata_lazy_calls); tests set up at once
+    cfg->lazy_calls = 4;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

@@ -14,7 +14,8 @@
 
 #include <vector>
 
-#include "algo/algo.h"
+#include "args.h"
+#include "engine.h"
 #include "mem/domain.h"
 
 namespace strata {

@@ -19,7 +19,13 @@
 extern "C" {
 #endif
 
-#define STRATA_VERSION "0.1.0"
+/* strata's release: configure.ac's AC_INIT, which the build passes to every compile
+ * (-DSTRATA_VERSION_STRING, Makefile.am); "unknown" in a program built without it. */
+#ifdef STRATA_VERSION_STRING
+#define STRATA_VERSION STRATA_VERSION_STRING
+#else
+#define STRATA_VERSION "unknown"
+#endif
 
 typedef enum strata_status {
     STRATA_OK = 0,

@@ -3,7 +3,6 @@
 
 #include "call.h"
 #include "mem/device.h"
-#include "stage.h"
 
 #include <sched.h>
 #include <time.h>

@@ -178,13 +178,10 @@ void mca_coll_strata_core_log(int level, const char *msg);
 
 /* The core logs each call under its core collective (allgather, reduce_scatter,
  * alltoall). An MPI-level variant it serves (allgatherv, reduce_scatter_block,
- * alltoallv) gets its own verbose-2 line naming the algorithm that ran, found from
- * the team's per-algorithm call counters: snapshot before the call, log after. */
-#define MCA_COLL_STRATA_MAX_ALGS 8
-void mca_coll_strata_calls_snapshot(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                    uint64_t *before);
+ * alltoallv) gets its own verbose-2 line naming the algorithm that ran, as the core
+ * reports it (strata_team_last_algorithm). */
 void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                 const char *name, size_t bytes, const uint64_t *before);
+                                 const char *name, size_t bytes);
 
 /* Fallback reasons shared by several entry points. */
 extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_FALLBACK */

@@ -134,14 +134,9 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
         rc = mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, st, why, call_bytes, served);
         *now_in_place = 0;
     } else {
-        uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
-        const int variant = 0 != strcmp(name, "allgather");
-        if (variant) {
-            mca_coll_strata_calls_snapshot(m, STRATA_COLL_ALLGATHER, before);
-        }
         st = strata_allgatherv(m->team, core_sbuf, base, bytes, displs);
-        if (STRATA_OK == st && variant) {
-            mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, name, total, before);
+        if (STRATA_OK == st && 0 != strcmp(name, "allgather")) {
+            mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, name, total);
         }
         if (STRATA_FALLBACK == st) {
             *served = 0;

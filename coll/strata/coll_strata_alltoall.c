@@ -128,8 +128,6 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
     if (NULL != why) {
         rc = mca_coll_strata_fail(m, STRATA_COLL_ALLTOALL, name, st, why, call_bytes, served);
     } else {
-        uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
-        mca_coll_strata_calls_snapshot(m, STRATA_COLL_ALLTOALL, before);
         if (uniform) {
             st = strata_alltoall(m->team, in_place ? STRATA_IN_PLACE : s.base, r.base, r.bytes[0]);
         } else {
@@ -137,7 +135,7 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
                                   r.bytes, r.displs);
         }
         if (STRATA_OK == st && !uniform) {
-            mca_coll_strata_log_variant(m, STRATA_COLL_ALLTOALL, name, r.total, before);
+            mca_coll_strata_log_variant(m, STRATA_COLL_ALLTOALL, name, r.total);
         }
         if (STRATA_FALLBACK == st) {
             *served = 0;

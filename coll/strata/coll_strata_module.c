@@ -236,31 +236,16 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
     return OMPI_SUCCESS;
 }
 
-void mca_coll_strata_calls_snapshot(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                    uint64_t *before)
-{
-    int a;
-    for (a = 0; a < MCA_COLL_STRATA_MAX_ALGS; ++a) {
-        before[a] = a < strata_algorithm_count(coll) ? strata_team_calls(m->team, coll, a) : 0;
-    }
-}
-
 void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                 const char *name, size_t bytes, const uint64_t *before)
+                                 const char *name, size_t bytes)
 {
     char msg[160];
-    const char *alg = "?";
-    int a;
+    const char *alg = strata_team_last_algorithm(m->team);
 
     if (mca_coll_strata_component.verbose < 2) {
         return;
     }
-    for (a = 0; a < MCA_COLL_STRATA_MAX_ALGS && a < strata_algorithm_count(coll); ++a) {
-        if (strata_team_calls(m->team, coll, a) != before[a]) {
-            alg = strata_algorithm_name(coll, a);
-        }
-    }
     snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
-             strata_coll_name(coll), alg);
+             strata_coll_name(coll), NULL != alg ? alg : "?");
     mca_coll_strata_core_log(2, msg);
 }

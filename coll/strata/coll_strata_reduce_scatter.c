@@ -21,7 +21,6 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
 {
     strata_dtype_t sdt;
     strata_op_t sop;
-    uint64_t before[MCA_COLL_STRATA_MAX_ALGS];
     size_t per = 1, size = 0, i, n = (size_t) ompi_comm_size(m->comm);
     int packed = 0;
     struct ompi_datatype_t *basic = dtype;
@@ -53,11 +52,10 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
             m->rs_counts[i] *= per;
         }
     }
-    mca_coll_strata_calls_snapshot(m, STRATA_COLL_REDUCE_SCATTER, before);
     st = strata_reduce_scatter(m->team, packed ? p.send : MCA_COLL_STRATA_SBUF(sbuf), packed ? p.recv : rbuf,
                                m->rs_counts, sdt, sop);
     if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
-        mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * size, before);
+        mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * size);
     }
     if (STRATA_FALLBACK != st) {
         *rc = mca_coll_strata_status_to_mpi(st, m, name);

@@ -10,31 +10,13 @@
 
 #include <vector>
 
+#include "args.h"
 #include "call.h"
 #include "engine.h"
 #include "team.h"
 
 namespace strata {
 
-struct CollArgs {
-    const void *sendbuf = nullptr;  // == recvbuf when in place
-    void *recvbuf = nullptr;
-    size_t count = 0;               // elements (reductions) or bytes (data movement)
-    strata_dtype_t dtype = STRATA_BYTE;
-    strata_op_t op = STRATA_OP_SUM;
-    int root = 0;
-    bool in_place = false;          // sendbuf was MPI_IN_PLACE (see strata.h per collective)
-    const size_t *counts = nullptr; // per-rank counts: elements (reduce_scatter) or bytes (*v)
-    const size_t *displs = nullptr; // per-rank byte offsets in recvbuf (*v)
-    const size_t *send_counts = nullptr;  // alltoallv: bytes to each rank
-    const size_t *send_displs = nullptr;  // alltoallv: byte offsets in sendbuf
-    bool uniform = false;           // alltoall (not v): every block the same size at r * size, on every rank
-    // A bad argument of this rank (a NULL buffer with bytes to move): the call still
-    // goes as far as every rank goes, then fails here and tells the peers.
-    Status local = STRATA_OK;
-    const char *why = nullptr;
-    size_t bytes() const { return count * strata_dtype_size(dtype); }
-};
 
 // The pipeline segments of one call over count elements: numbers first .. first+n-1,
 // taken from the call (so the same on every rank of a node), of elems elements each
@@ -76,10 +58,6 @@ const AlgorithmTable &reduce_scatter_table();  // reduce_scatter and _block
 const AlgorithmTable &bcast_table();
 const AlgorithmTable &alltoall_table();        // alltoall and alltoallv
 const AlgorithmTable &reduce_table();
-
-// Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
-// counts and logs the call.
-Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args);
 
 // Inter-node phases on a rail: members are the ranks of the rail in node order,
 // pos is this rank's position in it. Each returns the step that completes the

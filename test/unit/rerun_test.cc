@@ -37,6 +37,8 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.segment_size = 1024;
+        cfg.host_buffers = 1;  // no GPU here: schedules in host memory
+        cfg.lazy_calls = 0;
         strata_transport_t tp = job.transport(rank);
         strata_team_t *handle = nullptr;
         ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &handle), STRATA_OK);
