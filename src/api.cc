@@ -120,6 +120,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     st = table.algorithms[alg].build(call, work);
     if (st == STRATA_OK) {
         copies.copy_out(s, {s.join_all()});
+        team.dump_schedule(s, coll, table.algorithms[alg].name, call_bytes(coll, team, args));
         st = call.run();
     }
     if (st != STRATA_OK) return failed(st, table.algorithms[alg].name);

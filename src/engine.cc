@@ -301,11 +301,18 @@ StepInfo Schedule::info(StepId id) const {
         i.peer = s.peer;
         i.tag = num_.tag_base | s.tag;
         i.bytes = s.n;
-    } else if (s.kind == Kind::Wait) {
+    } else if (s.kind == Kind::Wait || s.kind == Kind::Signal) {
         i.flag = s.flag;
         i.value = num_.base + s.value;
         i.holds = __atomic_load_n(s.flag, __ATOMIC_ACQUIRE);
+    } else if (s.kind == Kind::Copy) {
+        i.bytes = s.n;
+    } else if (s.kind == Kind::Reduce) {
+        i.bytes = s.n * strata_dtype_size(s.dtype);
+        i.srcs = int(s.src_count);
     }
+    i.deps = &deps_[s.dep_begin];
+    i.ndeps = s.dep_count;
     return i;
 }
 

@@ -75,8 +75,11 @@ struct StepInfo {
     int peer;                // send/recv: the rank; else -1
     int tag;
     size_t bytes;
-    const uint64_t *flag;    // wait: the flag, its target and what it holds
+    const uint64_t *flag;    // wait, signal: the flag, its value and what it holds
     uint64_t value, holds;
+    int srcs = 0;            // reduce: operands (bytes: of each, and of the result)
+    const StepId *deps = nullptr;  // the steps it depends on
+    uint32_t ndeps = 0;
 };
 
 // Looks over a run while it makes no progress: the team's failure notices and its

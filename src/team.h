@@ -53,6 +53,8 @@ public:
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
     uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
+    // Which local rank's flag (and which of its flags) f is; false when none.
+    bool flag_owner(const uint64_t *f, int *local, int *which) const;
 
     // Tags: a call's messages use tag slot (call number % kTagCalls), sub-tags 0 ..
     // kTagSubs - 1 within it (call.h), so a message of one call can only meet a
@@ -175,6 +177,12 @@ private:
     std::unique_ptr<Call> blocking_;
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     const char *last_algorithm_ = nullptr;
+public:
+    // STRATA_SCHEDULE_DUMP=DIR: the first schedule of each (collective, algorithm,
+    // size) this team builds goes to DIR/schedule.RANK.jsonl (perf/strata-model reads it).
+    void dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg, size_t bytes);
+private:
+    std::vector<std::string> dumped_;
 
 public:
     ~Team();

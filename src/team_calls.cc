@@ -22,6 +22,7 @@
 //    or a different count across nodes): coll_strata_timeout bounds that wait.
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 
 #include "call.h"
 #include "team.h"
@@ -155,10 +156,60 @@ void Team::close_inbox() {
     notices_out_.clear();
 }
 
+namespace {
+const char *const kFlagNames[kFlagCount] = {"ready", "slice", "done", "posted", "sig", "sig", "failed", "closed"};
+}  // namespace
+
+bool Team::flag_owner(const uint64_t *f, int *local, int *which) const {
+    for (int r = 0; r < layout_.my_local_size(); ++r)
+        for (int w = 0; w < kFlagCount; ++w)
+            if (flag(r, w) == f) {
+                *local = r;
+                *which = w;
+                return true;
+            }
+    return false;
+}
+
+// One line of JSON per schedule: the layout, then every step with its dependencies.
+// Built, not yet run: flag values and tags are relative to the call (call.h).
+void Team::dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg, size_t bytes) {
+    static const char *const dir = getenv("STRATA_SCHEDULE_DUMP");
+    if (dir == nullptr || *dir == '\0') return;
+    const std::string key = std::string(strata_coll_name(coll)) + "/" + alg + "/" + std::to_string(bytes);
+    for (const std::string &k : dumped_)
+        if (k == key) return;
+    dumped_.push_back(key);
+    const std::string path = std::string(dir) + "/schedule." + std::to_string(rank_) + ".jsonl";
+    FILE *f = fopen(path.c_str(), "a");
+    if (f == nullptr) return;
+    fprintf(f,
+            "{\"coll\":\"%s\",\"alg\":\"%s\",\"bytes\":%zu,\"rank\":%d,\"size\":%d,\"nodes\":%d,"
+            "\"node\":%d,\"local\":%d,\"local_size\":%d,\"device\":%s,\"segment\":%zu,\"steps\":[",
+            strata_coll_name(coll), alg, bytes, rank_, size_, layout_.nnodes(), layout_.my_node(),
+            layout_.my_local(), layout_.my_local_size(), device() ? "true" : "false", segment_bytes());
+    for (size_t id = 0; id < s.size(); ++id) {
+        const StepInfo i = s.info(StepId(id));
+        fprintf(f, "%s{\"kind\":\"%s\"", id ? "," : "", i.kind);
+        if (i.peer >= 0) fprintf(f, ",\"peer\":%d,\"tag\":%d", i.peer, i.tag & (kTagSubs - 1));
+        if (i.bytes) fprintf(f, ",\"bytes\":%zu", i.bytes);
+        if (i.srcs) fprintf(f, ",\"srcs\":%d", i.srcs);
+        int local = 0, which = 0;
+        if (i.flag != nullptr && flag_owner(i.flag, &local, &which))
+            fprintf(f, ",\"owner\":%d,\"flag\":\"%s\",\"value\":%" PRId64, layout_.rank_at(layout_.my_node(), local),
+                    kFlagNames[which], int64_t(i.value));
+        fprintf(f, ",\"deps\":[");
+        for (uint32_t d = 0; d < i.ndeps; ++d) fprintf(f, "%s%u", d ? "," : "", unsigned(i.deps[d]));
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
 // What this rank waits for: the step and the rank that would release it.
 std::string Team::describe_wait(const Schedule &s, const std::vector<StepId> &waiting, double stalled,
                                 const char *setting) const {
-    const int L = layout_.my_local_size(), node = layout_.my_node();
+    const int node = layout_.my_node();
     StepId id = waiting.empty() ? kNoStep : waiting[0];
     for (StepId w : waiting) {
         const StepInfo i = s.info(w);
@@ -170,17 +221,13 @@ std::string Team::describe_wait(const Schedule &s, const std::vector<StepId> &wa
     const StepInfo i = s.info(id);
     char b[256];
     if (i.flag != nullptr) {
-        static const char *const names[kFlagCount] = {"ready", "slice", "done", "posted",
-                                                      "sig", "sig", "failed", "closed"};
         int owner = -1, which = 0;
-        for (int r = 0; r < L && owner < 0; ++r)
-            for (int w = 0; w < kFlagCount; ++w)
-                if (flag(r, w) == i.flag) owner = layout_.rank_at(node, r), which = w;
+        if (flag_owner(i.flag, &owner, &which)) owner = layout_.rank_at(node, owner);
         // Flag values are (call << 32) + segment + 1: say them that way.
         snprintf(b, sizeof b,
                  "no progress for %.0f s%s: waiting in step %u for rank %d (its shared-memory flag '%s' is at call "
                  "%" PRIu64 " step %" PRIu64 ", this rank needs call %" PRIu64 " step %" PRIu64 ")",
-                 stalled, setting, unsigned(id), owner, names[which], i.holds >> 32, i.holds & 0xffffffffu, i.value >> 32,
+                 stalled, setting, unsigned(id), owner, kFlagNames[which], i.holds >> 32, i.holds & 0xffffffffu, i.value >> 32,
                  i.value & 0xffffffffu);
     } else {
         snprintf(b, sizeof b, "no progress for %.0f s%s: waiting in step %u (%s of %zu bytes) for rank %d", stalled,
