@@ -107,15 +107,9 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
     const bool staged = copies.active();
     Schedule &s = call.schedule();
-    const StepId in = copies.copy_in(s);
-    // Node peers may map this rank's copy and read it as soon as it is posted, which
-    // happens while the schedule is built (Team::map_local_buffers): on a device team
-    // the copy is made first.
-    if (in != kNoStep && team.device()) {
-        st = call.run();
-        if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
-    }
-    s.start_after(in);
+    // Everything the algorithm builds starts after the copies in (node peers may read
+    // a copy in place once it is posted: Call::map_peers posts after them too).
+    s.start_after(copies.copy_in(s));
     if (team.staged_transfers()) s.stage_transfers(&team.domain(), &call.bounce());
     st = table.algorithms[alg].build(call, work);
     if (st == STRATA_OK) {

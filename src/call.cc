@@ -19,6 +19,7 @@ void Call::begin(uint64_t number) {
 
 void Call::restart(uint64_t number) {
     number_ = number;
+    mapped_ = false;
     sched_.rewind();
 }
 
@@ -57,11 +58,30 @@ StepId Call::stage_free(uint64_t seg, const Deps &deps) {
     return wait_all(kFlagDone, seg - Team::kStages + 1, -1, deps);
 }
 
-Status Call::map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
-                               int source) {
-    const Status st = team_.map_local_buffers(number_, buf, bytes, bufs, mapped, source);
-    mapped_ = st == STRATA_OK && *mapped;
-    return st;
+StepId Call::map_peers(const void *buf, size_t bytes, int source) {
+    const int L = team_.layout().my_local_size(), me = team_.layout().my_local();
+    peer_bufs_.assign(size_t(L), nullptr);
+    peer_bufs_[size_t(me)] = static_cast<const char *>(buf);
+    // Posted after the copies in (the schedule's entry), since peers read what is posted.
+    const StepId posted = sched_.poll([this, buf, bytes, source](bool *done, bool *) {
+        *done = true;
+        return team_.post_buffer(number_, buf, bytes, source);
+    });
+    const StepId all_posted = wait_all(kFlagPosted, 1, me, {sched_.signal(team_.flag(me, kFlagPosted), 1, {posted})});
+    const StepId opened = sched_.poll(
+        [this](bool *done, bool *) {
+            *done = true;
+            return team_.open_peers(number_, &peer_bufs_);
+        },
+        {all_posted});
+    const StepId all_opened = wait_all(kFlagPosted, 2, me, {sched_.signal(team_.flag(me, kFlagPosted), 2, {opened})});
+    return sched_.poll(
+        [this](bool *done, bool *outcome) {
+            *done = true;
+            *outcome = mapped_ = team_.all_opened(number_);
+            return STRATA_OK;
+        },
+        {all_opened});
 }
 
 char *Call::Buffer::reserve(MemDomain &d, size_t n) {

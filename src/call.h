@@ -74,9 +74,17 @@ public:
     // Copies of this rank's buffers in the team's memory kind (stage.h).
     Staging &copies();
 
-    // Zero-copy reads of node peers' buffers (Team::map_local_buffers) in this call.
-    Status map_local_buffers(const void *buf, size_t bytes, std::vector<const char *> *bufs, bool *mapped,
-                             int source = -1);
+    // Zero-copy reads of node peers' buffers, as steps (call only where
+    // team.zero_copy() said so, on every rank of the node, once per call): post buf
+    // (this rank's buffer of the call, `bytes` long; source >= 0: only local rank
+    // source's buffer is read), map every local peer's, agree on the node. Returns the
+    // deciding step: its outcome is true when every rank of the node mapped, and then
+    // peer(i, offset) reads local rank i's buffer in place; else the call goes through
+    // the stage slots. Build both branches (Schedule::when); a rank must not return
+    // before every local peer has read its buffer.
+    StepId map_peers(const void *buf, size_t bytes, int source = -1);
+    LateSrc peer(int local, size_t offset) const { return LateSrc{&peer_bufs_[size_t(local)], offset}; }
+    // Whether the last run read node peers' buffers in place.
     bool mapped() const { return mapped_; }
 
     // Lets go of memory node peers may still have mapped, without freeing it (a peer
@@ -97,6 +105,7 @@ private:
     uint64_t number_ = 0;
     uint64_t seg_seq_ = 0;
     bool mapped_ = false;
+    std::vector<const char *> peer_bufs_;  // sized once per build: LateSrc bases point into it
     Schedule sched_;
     Buffer scratch_, scratch2_;
     BouncePool bounce_;

@@ -20,7 +20,7 @@ double now_seconds() {
 }  // namespace
 
 void Schedule::report_stall(const std::vector<StepId> &active) const {
-    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait"};
+    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait", "poll"};
     log(0, "no progress for %.0f s; waiting on (first unfinished of %zu steps):", kStallReportSeconds,
         steps_.size());
     int shown = 0;
@@ -71,7 +71,10 @@ char *BouncePool::take(MemDomain &dom, size_t bytes) {
 
 void Schedule::clear() {
     entry_ = kNoStep;
+    cond_ = kNoStep;
     num_ = Numbering{};
+    src_bases_.clear();
+    polls_.clear();
     bounce_dom_ = nullptr;
     bounce_ = nullptr;
     build_error_ = STRATA_OK;
@@ -89,6 +92,9 @@ StepId Schedule::add(Step s, const Deps &deps) {
     } else {
         deps_.insert(deps_.end(), deps.ids().begin(), deps.ids().end());
     }
+    s.cond = cond_;
+    s.want = cond_want_;
+    if (cond_ != kNoStep) deps_.push_back(cond_);  // decided before it starts
     s.dep_count = static_cast<uint32_t>(deps_.size() - s.dep_begin);
     s.req = nullptr;
     s.ticket = Ticket{};
@@ -119,6 +125,36 @@ StepId Schedule::reduce(MemDomain &dom, void *dst, const std::vector<const void 
     s.src_begin = static_cast<uint32_t>(srcs_.size());
     s.src_count = static_cast<uint32_t>(srcs.size());
     srcs_.insert(srcs_.end(), srcs.begin(), srcs.end());
+    src_bases_.resize(srcs_.size(), nullptr);
+    return add(s, deps);
+}
+
+StepId Schedule::copy_late(MemDomain &dom, void *dst, LateSrc src, size_t bytes, const Deps &deps) {
+    Step s{};
+    s.kind = bytes == 0 ? Kind::Nop : Kind::Copy;
+    s.dom = &dom;
+    s.dst = dst;
+    s.src = reinterpret_cast<const void *>(src.offset);
+    s.late = src.base;
+    s.n = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::reduce_late(MemDomain &dom, void *dst, const std::vector<LateSrc> &srcs, size_t count,
+                             strata_dtype_t dtype, strata_op_t op, const Deps &deps) {
+    std::vector<const void *> offsets;
+    for (const LateSrc &l : srcs) offsets.push_back(reinterpret_cast<const void *>(l.offset));
+    const size_t first = srcs_.size();
+    const StepId id = reduce(dom, dst, offsets, count, dtype, op, deps);
+    for (size_t k = 0; k < srcs.size(); ++k) src_bases_[first + k] = srcs[k].base;
+    return id;
+}
+
+StepId Schedule::poll(PollFn fn, const Deps &deps) {
+    Step s{};
+    s.kind = Kind::Poll;
+    s.n = polls_.size();
+    polls_.push_back(std::move(fn));
     return add(s, deps);
 }
 
@@ -214,6 +250,7 @@ StepId Schedule::join_all() {
 void Schedule::rewind() {
     for (Step &s : steps_) {
         s.state = State::Waiting;
+        s.outcome = false;
         s.req = nullptr;
         s.ticket = Ticket{};
     }
@@ -223,17 +260,34 @@ void Schedule::rewind() {
 // Starts or polls one step whose dependencies are complete.
 Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
     if (s.state == State::Waiting) {
-        switch (s.kind) {
+        // A step of the branch not taken completes at once, doing nothing.
+        const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
+        switch (skipped ? Kind::Nop : s.kind) {
             case Kind::Nop:
                 s.state = State::Done;
                 *moved = true;
                 return STRATA_OK;
-            case Kind::Copy:
-                STRATA_CHECK(s.dom->copy(s.dst, s.src, s.n, &s.ticket));
+            case Kind::Copy: {
+                const void *src = s.late ? *s.late + reinterpret_cast<size_t>(s.src) : s.src;
+                STRATA_CHECK(s.dom->copy(s.dst, src, s.n, &s.ticket));
                 break;
-            case Kind::Reduce:
-                STRATA_CHECK(s.dom->reduce(s.dst, &srcs_[s.src_begin], static_cast<int>(s.src_count),
-                                           s.n, s.dtype, s.op, &s.ticket));
+            }
+            case Kind::Reduce: {
+                const void *const *srcs = &srcs_[s.src_begin];
+                bool late = false;
+                for (uint32_t k = 0; k < s.src_count; ++k) late = late || src_bases_[s.src_begin + k] != nullptr;
+                if (late) {
+                    late_srcs_.assign(srcs, srcs + s.src_count);
+                    for (uint32_t k = 0; k < s.src_count; ++k)
+                        if (const char *const *b = src_bases_[s.src_begin + k])
+                            late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
+                    srcs = late_srcs_.data();
+                }
+                STRATA_CHECK(s.dom->reduce(s.dst, srcs, static_cast<int>(s.src_count), s.n, s.dtype, s.op,
+                                           &s.ticket));
+                break;
+            }
+            case Kind::Poll:
                 break;
             case Kind::Send:
                 if (tp.isend(tp.ctx, s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req) != 0)
@@ -278,6 +332,9 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
         case Kind::Wait:
             done = flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), num_.base + s.value);
             break;
+        case Kind::Poll:
+            STRATA_CHECK(polls_[s.n](&done, &s.outcome));
+            break;
         default:
             done = true;
     }
@@ -292,7 +349,7 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
 // completes, and only active steps are polled. Nothing limits how far ahead a
 // step may start, so no schedule can deadlock on the engine's own bookkeeping.
 StepInfo Schedule::info(StepId id) const {
-    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait"};
+    static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait", "poll"};
     StepInfo i{"none", -1, 0, 0, nullptr, 0, 0};
     if (id >= steps_.size()) return i;
     const Step &s = steps_[id];

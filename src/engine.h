@@ -9,6 +9,7 @@
 #define STRATA_ENGINE_H
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -60,6 +61,13 @@ private:
 };
 
 class Schedule;
+
+// A source address known only when the schedule runs: *base + offset, read when the
+// step starts (a node peer's buffer, mapped by an earlier step of the same schedule).
+struct LateSrc {
+    const char *const *base;
+    size_t offset;
+};
 
 // Where a schedule's relative numbers land when it runs: flag values (signal, wait)
 // are shifted by base, tags are or'ed with tag_base. A call's builder numbers from 0
@@ -124,6 +132,25 @@ public:
     StepId wait(const uint64_t *flag, uint64_t value, const Deps &deps = {});
     // Completes when its dependencies do: a join point.
     StepId join(const Deps &deps);
+    // Reads of an address known only at run time (LateSrc).
+    StepId copy_late(MemDomain &dom, void *dst, LateSrc src, size_t bytes, const Deps &deps = {});
+    StepId reduce_late(MemDomain &dom, void *dst, const std::vector<LateSrc> &srcs, size_t count,
+                       strata_dtype_t dtype, strata_op_t op, const Deps &deps = {});
+
+    // Work of the caller's as a step: fn is called once its dependencies are done,
+    // then again each time the engine polls it, until it sets *done; it may set
+    // *outcome (false when never set) for steps built on when().
+    using PollFn = std::function<Status(bool *done, bool *outcome)>;
+    StepId poll(PollFn fn, const Deps &deps = {});
+    // Branches: every step added from now until always() runs only if step decider
+    // (a poll step) ended with outcome == want; otherwise it completes without doing
+    // anything as soon as its dependencies are done, so that what depends on either
+    // branch goes on. Both branches of a decision are built; one of them runs.
+    void when(StepId decider, bool want) {
+        cond_ = decider;
+        cond_want_ = want;
+    }
+    void always() { cond_ = kNoStep; }
 
     // Runs every step to completion over the given transport. On an error (a step
     // failed, or watch said to stop) the started transfers are given up through
@@ -138,7 +165,7 @@ public:
     StepInfo info(StepId id) const;
 
 private:
-    enum class Kind : uint8_t { Nop, Copy, Reduce, Send, Recv, Signal, Wait };
+    enum class Kind : uint8_t { Nop, Copy, Reduce, Send, Recv, Signal, Wait, Poll };
     enum class State : uint8_t { Waiting, Started, Done };
     struct Step {
         Kind kind;
@@ -155,6 +182,9 @@ private:
         uint64_t value;
         uint32_t dep_begin, dep_count;
         uint32_t src_begin, src_count;
+        const char *const *late;  // copy: src is an offset from *late (LateSrc)
+        StepId cond;              // runs only if step cond's outcome is want (when())
+        bool want, outcome;
         void *req;
         Ticket ticket;
     };
@@ -169,6 +199,11 @@ private:
     std::vector<Step> steps_;
     std::vector<StepId> deps_;
     std::vector<const void *> srcs_;
+    std::vector<const char *const *> src_bases_;  // per srcs_ entry: LateSrc base or nullptr
+    std::vector<PollFn> polls_;
+    std::vector<const void *> late_srcs_;         // reduce operands resolved at start
+    StepId cond_ = kNoStep;
+    bool cond_want_ = false;
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     MemDomain *bounce_dom_ = nullptr;
     BouncePool *bounce_ = nullptr;

@@ -299,15 +299,10 @@ bool Team::zero_copy(size_t bytes) const {
     return device() && ipc_.enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
 }
 
-Status Team::map_local_buffers(uint64_t n, const void *buf, size_t bytes, std::vector<const char *> *bufs,
-                               bool *mapped, int source) {
-    *mapped = false;
-    const int L = layout_.my_local_size(), me = layout_.my_local();
-    const uint64_t base = n << 32;
-    auto wait_all = [&](Schedule &s, int which, uint64_t value, int except) {
-        for (int r = 0; r < L; ++r)
-            if (r != except) s.wait(flag(r, which), value);
-    };
+// The three parts of reading node peers' buffers in place, run as poll steps of the
+// call's schedule (Call::map_peers), with POSTED flags between them.
+Status Team::post_buffer(uint64_t n, const void *buf, size_t bytes, int source) {
+    const int me = layout_.my_local();
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->call = n;
@@ -317,13 +312,11 @@ Status Team::map_local_buffers(uint64_t n, const void *buf, size_t bytes, std::v
     // Peers' streams are not ordered after this process's: the buffer must be final
     // (work the application queued on the legacy stream included) before they read it.
     if (mine->posted && !mine->empty) STRATA_CHECK(dom_->settle());
-    Schedule s;
-    s.signal(flag(me, kFlagPosted), base + 1);
-    wait_all(s, kFlagPosted, base + 1, me);
-    STRATA_CHECK(s.run(tp_, this));
+    return STRATA_OK;
+}
 
-    bufs->assign(size_t(L), nullptr);
-    (*bufs)[size_t(me)] = static_cast<const char *>(buf);
+Status Team::open_peers(uint64_t n, std::vector<const char *> *bufs) {
+    const int L = layout_.my_local_size(), me = layout_.my_local();
     // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
     bool ok = true;
     for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->posted;
@@ -333,18 +326,19 @@ Status Team::map_local_buffers(uint64_t n, const void *buf, size_t bytes, std::v
         ok = ipc_.map(*dom_, i, post_of(shm_.mailbox(i), n)->ref, &p) == STRATA_OK;
         (*bufs)[size_t(i)] = p;
     }
-    mine->opened = ok;
-    s.clear();
-    s.signal(flag(me, kFlagPosted), base + 2);
-    wait_all(s, kFlagPosted, base + 2, me);
-    STRATA_CHECK(s.run(tp_, this));
-    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->opened;
+    post_of(shm_.mailbox(me), n)->opened = ok;
+    return STRATA_OK;
+}
+
+bool Team::all_opened(uint64_t n) const {
+    bool ok = true;
+    for (int i = 0; i < layout_.my_local_size() && ok; ++i)
+        ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->opened;
     if (!ok)
         log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
                "pool memory): copied through the stage slots",
             layout_.my_node());
-    *mapped = ok;
-    return STRATA_OK;
+    return ok;
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {

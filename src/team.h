@@ -106,17 +106,17 @@ public:
     // more than one rank on the node, above coll_strata_small_msg_size (below it the
     // exchange costs more than the copy it saves). Agreed on the node.
     bool zero_copy(size_t bytes) const;
-    // Zero-copy reads of node peers' buffers (call only where zero_copy() said so, on
-    // every rank of the node), in call number `call`: posts buf, this rank's buffer of the call (`bytes` long;
-    // 0: nothing to read), in its mailbox, maps every local peer's through the cache,
-    // and learns whether every rank of the node could. If so, *mapped is true and
-    // (*bufs)[i] is local rank i's buffer in this process (buf itself for this rank,
-    // nullptr for one with nothing); the caller's schedule must then keep this rank
-    // from returning before every local peer has read buf. Else *mapped is false on
-    // every rank of the node, which copies through the stage slots. source >= 0: only
-    // local rank source's buffer is read (and mapped), so only it must be shareable.
-    Status map_local_buffers(uint64_t call, const void *buf, size_t bytes, std::vector<const char *> *bufs,
-                             bool *mapped, int source = -1);
+    // Zero-copy reads of node peers' buffers in call n (call only where zero_copy()
+    // said so, on every rank of the node; Call::map_peers makes them steps). post_buffer
+    // posts buf, this rank's buffer of the call (`bytes` long; 0: nothing to read;
+    // source >= 0: only local rank source's buffer is read, the others post nothing);
+    // open_peers, once every local rank has posted, maps every local peer's buffer
+    // through the cache into (*bufs)[i]; all_opened, once every local rank has opened,
+    // says whether every rank of the node could (the same answer on all of them).
+    // If not, the call copies through the stage slots.
+    Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source);
+    Status open_peers(uint64_t n, std::vector<const char *> *bufs);
+    bool all_opened(uint64_t n) const;
     const IpcCache &ipc_cache() const { return ipc_; }
 
     // A call served with algorithm alg of coll's table (named name): counted, and

@@ -44,10 +44,6 @@ std::string Team::where() const {
 }
 
 Status Team::begin_call(Call &call, strata_coll_t coll, uint32_t sig, bool rerun) {
-    if (rerun && call.mapped()) {
-        last_error_ = "a schedule that read node peers' buffers in place cannot run again";
-        return STRATA_ERR_UNSUPPORTED;
-    }
     ++call_seq_;
     if (rerun) {
         call.restart(call_seq_);

@@ -16,7 +16,7 @@
 //
 // On a device team with a single node there are no remote blocks: every stream is
 // one rank's own block. There the ranks map each other's send buffers through CUDA
-// IPC (call.map_local_buffers) and each copies every peer's block straight into its
+// IPC (Call::map_peers) and each copies every peer's block straight into its
 // receive buffer, one copy per block, without stages; a rank returns once every
 // local peer is done reading its block.
 #include <algorithm>
@@ -55,19 +55,17 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
 
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    StepId mapped = kNoStep;  // decides between the two ways, both built
     if (l.nnodes() == 1 && team.zero_copy(total)) {
-        std::vector<const char *> blocks;  // local rank i's block, when mapped
-        bool mapped = false;
-        STRATA_CHECK(c.map_local_buffers(sbuf, a.counts[team.rank()], &blocks, &mapped));
-        if (mapped) {
-            std::vector<StepId> outs;
-            for (int i = 0; i < L; ++i) {
-                const int r = l.rank_at(0, i);
-                if (i != j) outs.push_back(s.copy(dom, rbuf + a.displs[r], blocks[size_t(i)], a.counts[r]));
-            }
-            c.done_together(outs);
-            return STRATA_OK;
+        mapped = c.map_peers(sbuf, a.counts[team.rank()]);
+        s.when(mapped, true);
+        std::vector<StepId> outs;
+        for (int i = 0; i < L; ++i) {
+            const int r = l.rank_at(0, i);
+            if (i != j) outs.push_back(s.copy_late(dom, rbuf + a.displs[r], c.peer(i, 0), a.counts[r]));
         }
+        c.done_together(outs);
+        s.when(mapped, false);  // the windows below
     }
 
     std::vector<std::vector<int>> streams(static_cast<size_t>(L));
@@ -125,6 +123,7 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
         }
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
+    s.always();
     return STRATA_OK;
 }
 

@@ -16,12 +16,13 @@
 // A rank alone on its node skips the slots and runs the rails on recvbuf.
 //
 // On a device team the copy-in goes away where it can: the ranks of a node map each
-// other's send buffers through CUDA IPC (call.map_local_buffers) and the owners of the
-// slices read them in place. The owner of slice t is the only reader of slice t of a
+// other's send buffers through CUDA IPC and the owners of the slices read them in
+// place (node_inputs.h). The owner of slice t is the only reader of slice t of a
 // peer's buffer, and reads it before raising SLICE, which every rank waits for before
 // it copies slice t out: so no rank returns (and frees or reuses its buffer) while a
 // peer still reads it, and in place is safe too.
 #include "algo/algo.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -42,14 +43,12 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
     char *tmp = c.scratch(size_t(Team::kStages) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
-    std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
-    bool mapped = false;
-    if (team.zero_copy(a.bytes())) STRATA_CHECK(c.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
+    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, L > 1 && team.zero_copy(a.bytes()));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
-        char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
+        char *res = team.slot(j, g, 1);
         char *tmp_g = tmp + (g % Team::kStages) * sg.bytes;
 
         const StepId free = c.stage_free(g);
@@ -68,22 +67,13 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
             s.signal(team.flag(j, kFlagDone), g + 1, rails);
             continue;
         }
-        StepId ready = free;  // every input of segment g can be read (and res written)
-        if (!mapped) {
-            const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
-            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            ready = c.wait_all(kFlagReady, g + 1, j, {copied});
-        }
-        auto input = [&](int r, const Split &sp) -> const void * {
-            return mapped ? inputs[size_t(r)] + (off + sp.offset) * es : team.slot(r, g, 0) + sp.offset * es;
-        };
+        // every input of segment g can be read (and res written)
+        const StepId ready = inputs.ready(g, off, cnt, free);
 
         std::vector<StepId> mine;
         for (int t = j; t < lmax; t += L) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
-            std::vector<const void *> srcs;
-            for (int r = 0; r < L; ++r) srcs.push_back(input(r, sp));
-            const StepId red = s.reduce(dom, res + sp.offset * es, srcs, sp.length, a.dtype, a.op, {ready});
+            const StepId red = inputs.reduce(res + sp.offset * es, g, off, off + sp.offset, sp.length, a.op, {ready});
             mine.push_back(rail_allreduce_ring(c, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));

@@ -9,7 +9,7 @@
 //
 // On a device team, plain alltoall (every block the same size, at the same place on
 // every rank) not in place: the ranks of a node map each other's send buffers through
-// CUDA IPC (call.map_local_buffers) and each copies its blocks from its node peers
+// CUDA IPC (Call::map_peers) and each copies its blocks from its node peers
 // straight out of theirs, instead of a send and a receive; a rank returns once every
 // local peer is done reading its buffer.
 #include "algo/algo.h"
@@ -37,24 +37,33 @@ Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
     const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
 
     const Layout &l = team.layout();
-    std::vector<const char *> peers;  // local rank i's send buffer, when mapped
-    bool mapped = false;
     const size_t total = a.send_counts[me] * size_t(p);  // uniform: the same on every rank
-    if (a.uniform && !a.in_place && team.zero_copy(total))
-        STRATA_CHECK(c.map_local_buffers(a.sendbuf, total, &peers, &mapped));
-    auto local = [&](int r) { return mapped && l.node_of[size_t(r)] == l.my_node(); };
+    const bool try_map = a.uniform && !a.in_place && team.zero_copy(total);
+    const StepId mapped = try_map ? c.map_peers(a.sendbuf, total) : kNoStep;
+    auto local = [&](int r) { return l.node_of[size_t(r)] == l.my_node(); };
     std::vector<StepId> copies;
     for (int i = 1; i < p; ++i) {
         const int to = (me + i) % p, fr = (me - i + p) % p;
-        if (!local(to)) s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
-        if (!local(fr)) {
-            s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged});
-        } else {  // uniform: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's
-            copies.push_back(s.copy(team.domain(), rbuf + a.displs[fr],
-                                    peers[size_t(l.local_of[size_t(fr)])] + a.send_displs[me], a.counts[fr]));
+        // Through the network, or (a node peer, not mapped) point to point as well.
+        if (try_map && local(to)) s.when(mapped, false);
+        s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
+        s.always();
+        if (try_map && local(fr)) s.when(mapped, false);
+        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged});
+        s.always();
+        if (try_map && local(fr)) {
+            // Mapped: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's.
+            s.when(mapped, true);
+            copies.push_back(s.copy_late(team.domain(), rbuf + a.displs[fr],
+                                         c.peer(l.local_of[size_t(fr)], a.send_displs[me]), a.counts[fr]));
+            s.always();
         }
     }
-    if (mapped) c.done_together(copies);
+    if (try_map) {
+        s.when(mapped, true);
+        c.done_together(copies);
+        s.always();
+    }
     return STRATA_OK;
 }
 

@@ -15,7 +15,7 @@
 // bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
 //
 // On a device team the node root's copy into its stage goes away where it can: its
-// local peers map its buffer through CUDA IPC (call.map_local_buffers) and copy each
+// local peers map its buffer through CUDA IPC (Call::map_peers) and copy each
 // segment straight out of it after READY; the node root then returns only once every
 // local peer has said DONE for the last segment.
 #include "algo/algo.h"
@@ -35,9 +35,13 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     const uint64_t first = c.take_segments(nseg);
     MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
-    std::vector<const char *> mapped_bufs;  // [nr]: the node root's buffer, when mapped
-    bool mapped = false;
-    if (team.zero_copy(a.count)) STRATA_CHECK(c.map_local_buffers(buf, a.count, &mapped_bufs, &mapped, nr));
+    // Node peers may read the node root's buffer in place (only it is mapped); both
+    // ways are built and the call's decision picks one.
+    const bool try_map = L > 1 && team.zero_copy(a.count);
+    const StepId mapped = try_map ? c.map_peers(buf, a.count, nr) : kNoStep;
+    auto way = [&](bool in_place) {
+        if (try_map) s.when(mapped, in_place);
+    };
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);
@@ -63,24 +67,40 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
         const int tag = c.tag(k);
         if (j == nr) {
             const StepId got = parent < 0 ? kNoStep : s.recv(buf + off, len, parent, tag);
-            for (int c : children) s.send(buf + off, len, c, tag, {got});
+            for (int child : children) s.send(buf + off, len, child, tag, {got});
             StepId ready = got;
-            if (L > 1 && mapped) {
-                ready = s.signal(team.flag(j, kFlagReady), g + 1, {got});
-            } else if (L > 1) {
+            if (L > 1) {
+                StepId direct = kNoStep;
+                if (try_map) {
+                    way(true);  // peers read the data where it landed
+                    direct = s.signal(team.flag(j, kFlagReady), g + 1, {got});
+                }
+                way(false);  // through my slot
                 const StepId free = c.stage_free(g);
                 const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
-                ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
+                const StepId slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
+                s.always();
+                ready = s.join({direct, slotted});
             }
             s.signal(team.flag(j, kFlagDone), g + 1, {ready});
         } else {
             const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
-            const char *from = mapped ? mapped_bufs[size_t(nr)] + off : team.slot(nr, g, 0);
-            const StepId cp = s.copy(dom, buf + off, from, len, {w});
-            s.signal(team.flag(j, kFlagDone), g + 1, {cp});
+            StepId direct = kNoStep;
+            if (try_map) {
+                way(true);
+                direct = s.copy_late(dom, buf + off, c.peer(nr, off), len, {w});
+            }
+            way(false);
+            const StepId slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w});
+            s.always();
+            s.signal(team.flag(j, kFlagDone), g + 1, {direct, slotted});
         }
     }
-    if (mapped && j == nr) c.wait_all(kFlagDone, first + nseg, j);
+    if (try_map && j == nr) {  // in place: the root returns once every peer has copied
+        way(true);
+        c.wait_all(kFlagDone, first + nseg, j);
+        s.always();
+    }
     return STRATA_OK;
 }
 

@@ -20,12 +20,13 @@
 // of segments already copied in.
 //
 // On a device team, when not in place, step 1 goes away where it can: the ranks of a
-// node map each other's send buffers through CUDA IPC (call.map_local_buffers) and
+// node map each other's send buffers through CUDA IPC (node_inputs.h) and
 // the owners read them in place. A rank's copy-out waits only for the owners of its
 // own range, so it also waits for every local peer's last SLICE before returning:
 // until then a peer may still read its send buffer. (In place stays on the copy-in
 // path: a rank's results would overwrite input its peers have yet to read.)
 #include "algo/algo.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -65,16 +66,13 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     // Receive space: per stage, one segment-sized area per node (indexed like the slot).
     char *tmp = c.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
-    std::vector<const char *> inputs;  // local rank r's send buffer, when mapped
-    bool mapped = false;
-    if (!a.in_place && team.zero_copy(a.bytes()))
-        STRATA_CHECK(c.map_local_buffers(sbuf, a.bytes(), &inputs, &mapped));
+    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, L > 1 && !a.in_place && team.zero_copy(a.bytes()));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
         const Range seg{off, off + cnt};
-        char *in = team.slot(j, g, 0), *res = team.slot(j, g, 1);
+        char *res = team.slot(j, g, 1);
         char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * sg.bytes;
         auto slice = [&](int t) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
@@ -82,12 +80,7 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
         };
 
         const StepId free = c.stage_free(g);
-        StepId ready = free;  // every input of segment g can be read (and res written)
-        if (!mapped) {
-            const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
-            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            ready = c.wait_all(kFlagReady, g + 1, j, {copied});
-        }
+        const StepId ready = inputs.ready(g, off, cnt, free);  // inputs readable, res writable
 
         std::vector<StepId> mine_done;
         for (int t = j; t < lmax; t += L) {
@@ -95,11 +88,7 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
             if (sl.hi == sl.lo) continue;
             const std::vector<int> &rail = rails[size_t(t)];
             // 2. node sum of the slice.
-            std::vector<const void *> srcs;
-            for (int r = 0; r < L; ++r)
-                srcs.push_back(mapped ? inputs[size_t(r)] + sl.lo * es : team.slot(r, g, 0) + (sl.lo - off) * es);
-            const StepId red = s.reduce(dom, res + (sl.lo - off) * es, srcs, sl.hi - sl.lo,
-                                        a.dtype, a.op, {ready});
+            const StepId red = inputs.reduce(res + (sl.lo - off) * es, g, off, sl.lo, sl.hi - sl.lo, a.op, {ready});
             mine_done.push_back(red);
             // 3. send every other node its ranks' parts of the slice.
             for (int m = 0; m < nnodes; ++m) {
@@ -151,7 +140,8 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
         }
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
-    if (mapped) c.wait_all(kFlagSlice, sg.first + sg.n, j);
+    // In place: peers may still read this rank's buffer until their last SLICE.
+    if (inputs.maybe_in_place()) c.wait_all(kFlagSlice, sg.first + sg.n, j);
     return STRATA_OK;
 }
 

@@ -1,0 +1,52 @@
+// src/algo/node_inputs.h - the inputs of a node phase: read in place, or through the slots.
+//
+// A hierarchical reduction first combines, on each node, every local rank's part of
+// a pipeline segment. There are two ways to reach a node peer's part, and this is the
+// one place that chooses between them:
+//  - in place: on a device team above the small-message size, the call maps node
+//    peers' buffers (Call::map_peers) and reads them where they are;
+//  - through the slots: each rank copies its segment into its stage slot (half 0)
+//    and raises READY; the others read the slot once they see it.
+// Mapping is decided while the schedule runs (a peer's buffer may not be shareable),
+// so both ways are built and the call's decision picks one (Schedule::when).
+//
+// Return safety, argued once: in place, a peer's input is read by the reduction of
+// the slice's owner, and every rank waits for the owner's SLICE of a segment before
+// it ends that segment; so a rank whose node peers still read its buffer cannot have
+// passed its own end of the call (the builder must keep that wait: SLICE before DONE,
+// and after the last segment a wait for every local rank's last SLICE where the
+// rank's results do not already depend on it).
+#ifndef STRATA_ALGO_NODE_INPUTS_H
+#define STRATA_ALGO_NODE_INPUTS_H
+
+#include "algo/algo.h"
+
+namespace strata {
+
+class NodeInputs {
+public:
+    // buf: this rank's input of the call (count elements of dtype). try_in_place:
+    // whether to map peers (team.zero_copy() said so, the same on the node).
+    NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place);
+
+    // Step after which every local rank's elements [off, off + cnt) of segment g can
+    // be read (through the slots: this rank's copy is in its slot and every peer's
+    // READY is seen), once `free` (the stage of g is free) completes.
+    StepId ready(uint64_t g, size_t off, size_t cnt, StepId free);
+    // dst <- op over every local rank's elements [lo, lo + n) (lo >= off, the
+    // segment's first element), after deps.
+    StepId reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n, strata_op_t op, const Deps &deps);
+    // Whether peers may be read in place (the decision is made while the call runs).
+    bool maybe_in_place() const { return decided_ != kNoStep; }
+
+private:
+    Call &c_;
+    const char *buf_;
+    strata_dtype_t dtype_;
+    size_t es_;
+    StepId decided_ = kNoStep;
+};
+
+}  // namespace strata
+
+#endif
