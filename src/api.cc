@@ -7,7 +7,7 @@
 #include "mem/domain.h"
 #include "mem/ops.h"
 #include "mem/device.h"
-#include "stage.h"
+#include "copies.h"
 
 namespace strata {
 
@@ -98,19 +98,19 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
         return team.broken() ? err : team.fail_call(err, std::string(what) + ": " + status_name(err));
     };
 
-    // A rank's buffers that are not of the team's memory kind are copied (stage.h);
+    // A rank's buffers that are not of the team's memory kind are copied (copies.h);
     // the algorithm's schedule is the one every rank builds, whatever its buffers
     // are, and runs between the copies in and the copies out.
     CollArgs work = args;
-    Staging &copies = call.copies();
+    BufferCopies &copies = call.copies();
     st = copies.enter(coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work);
     if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
-    const bool staged = copies.active();
+    const bool copied = copies.active();
     Schedule &s = call.schedule();
     // Everything the algorithm builds starts after the copies in (node peers may read
     // a copy in place once it is posted: Call::map_peers posts after them too).
     s.start_after(copies.copy_in(s));
-    if (team.staged_transfers()) s.stage_transfers(&team.domain(), &call.bounce());
+    if (team.bounce_transfers()) s.bounce_transfers(&team.domain(), &call.bounce());
     st = table.algorithms[alg].build(call, work);
     if (st == STRATA_OK) {
         copies.copy_out(s, {s.join_all()});
@@ -124,7 +124,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
         table.algorithms[alg].name, team.device() ? " in GPU memory" : "",
         call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
-        !staged ? "" : team.device() ? ", host buffers staged through the GPU"
+        !copied ? "" : team.device() ? ", host buffers staged through the GPU"
                                      : ", device buffers staged through host");
     return STRATA_OK;
 }

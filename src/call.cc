@@ -1,7 +1,7 @@
 // src/call.cc - one collective call (see call.h).
 #include "call.h"
 
-#include "stage.h"
+#include "copies.h"
 
 namespace strata {
 
@@ -106,8 +106,8 @@ void Call::Buffer::drop() {
 char *Call::scratch(size_t bytes) { return scratch_.reserve(team_.domain(), bytes); }
 char *Call::scratch2(size_t bytes) { return scratch2_.reserve(team_.domain(), bytes); }
 
-Staging &Call::copies() {
-    if (!copies_) copies_.reset(new Staging);
+BufferCopies &Call::copies() {
+    if (!copies_) copies_.reset(new BufferCopies);
     return *copies_;
 }
 

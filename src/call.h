@@ -21,7 +21,7 @@
 
 namespace strata {
 
-class Staging;
+class BufferCopies;
 
 class Call {
 public:
@@ -69,10 +69,10 @@ public:
     // A second private buffer, for an algorithm that composes another one (which
     // takes scratch() for itself). Same lifetime rule.
     char *scratch2(size_t bytes);
-    // Bounce buffers of the staged transport (Schedule::stage_transfers).
+    // Bounce buffers of the staged transport (Schedule::bounce_transfers).
     BouncePool &bounce() { return bounce_; }
-    // Copies of this rank's buffers in the team's memory kind (stage.h).
-    Staging &copies();
+    // Copies of this rank's buffers in the team's memory kind (copies.h).
+    BufferCopies &copies();
 
     // Zero-copy reads of node peers' buffers, as steps (call only where
     // team.zero_copy() said so, on every rank of the node, once per call): post buf
@@ -109,7 +109,7 @@ private:
     Schedule sched_;
     Buffer scratch_, scratch2_;
     BouncePool bounce_;
-    std::unique_ptr<Staging> copies_;
+    std::unique_ptr<BufferCopies> copies_;
 };
 
 }  // namespace strata

@@ -107,7 +107,7 @@ public:
     // lands in a bounce buffer and is copied out. Sends and receives of consecutive
     // segments are independent steps, so the copy of segment k+1 overlaps the
     // transfer of segment k.
-    void stage_transfers(MemDomain *dom, BouncePool *pool) {
+    void bounce_transfers(MemDomain *dom, BouncePool *pool) {
         bounce_dom_ = dom;
         bounce_ = pool;
     }

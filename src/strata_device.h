@@ -34,15 +34,15 @@ int strata_device_copy(void *dst, const void *src, size_t bytes);
 /* Page-locked host memory of at least bytes to stage device_buf (device memory)
  * through, reused between calls (the glue's fallback staging); NULL when device_buf is
  * not device memory or none could be had: then stage through malloc. Give it back with
- * strata_host_stage_put. Thread-safe. */
-void *strata_host_stage_get(const void *device_buf, size_t bytes);
-void strata_host_stage_put(void *p);
+ * strata_host_copy_put. Thread-safe. */
+void *strata_host_copy_get(const void *device_buf, size_t bytes);
+void strata_host_copy_put(void *p);
 /* With STRATA_CUDA_REPORT=1 set and a GPU domain made: prints strata's own GPU memory
  * ("strata cuda usage: ..."), once per process (else at exit). */
 void strata_cuda_report(void);
 
 /* Frees every staging buffer not in use (the component's close, at MPI_Finalize). */
-void strata_host_stage_release(void);
+void strata_host_copy_release(void);
 
 #ifdef __cplusplus
 }

@@ -95,11 +95,11 @@ public:
 
     // Where this team's schedules run: GPU memory on a device team (every rank has
     // a GPU, IPC set up among local ranks), else host memory. A rank stages any of
-    // its buffers that are not of that kind (stage.h).
+    // its buffers that are not of that kind (copies.h).
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
     // Point-to-point of device memory goes through bounce buffers in host memory.
-    bool staged_transfers() const { return device() && !direct_; }
+    bool bounce_transfers() const { return device() && !direct_; }
 
     // Whether a call of `bytes` (the call's size, the same on every rank) reads node
     // peers' buffers in place where it can: on a device team with the IPC cache on and

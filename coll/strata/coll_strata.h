@@ -104,7 +104,7 @@ const char *mca_coll_strata_reduction_type(struct ompi_datatype_t *dt, struct om
  * the buffer pointer; *bytes gets its size. */
 const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_strata_count_t count,
                                         size_t *bytes);
-/* ---------------------------------------------------------------- fallback (coll_strata_staged.c)
+/* ---------------------------------------------------------------- fallback (coll_strata_fallback.c)
  * The previous component's collectives, with this rank's device buffers staged
  * through host memory (host buffers go straight through). Every fallback goes
  * through these, so a device pointer never reaches a component that is not

@@ -357,7 +357,7 @@ static int mca_coll_strata_open(void)
 
 static int mca_coll_strata_close(void)
 {
-    strata_host_stage_release();
+    strata_host_copy_release();
     strata_cuda_report();   /* every communicator is gone: what strata still holds */
     strata_set_logger(NULL);
     if (0 <= mca_coll_strata_component.output) {

@@ -25,7 +25,7 @@
 #include "mem/domain.h"
 #include "mem/ops.h"
 #include "strata.h"
-#include "stage.h"
+#include "copies.h"
 #include "strata_device.h"
 #include "test/fakecuda/fakecuda.h"
 
@@ -448,17 +448,17 @@ TEST_F(CudaDomainTest, SteadyStateReductionsAllocateNothing) {
 TEST_F(CudaDomainTest, HostStagingIsPinnedAndReused) {
     void *dev = dev_alloc(4096);
     ASSERT_NE(dev, nullptr);
-    void *a = strata_host_stage_get(dev, 1000);
+    void *a = strata_host_copy_get(dev, 1000);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(strata::classify(a), MemKind::PinnedHost);
-    strata_host_stage_put(a);
-    EXPECT_EQ(strata_host_stage_get(dev, 3000), a) << "not reused";
-    void *b = strata_host_stage_get(dev, 100);  // a is taken: another one
+    strata_host_copy_put(a);
+    EXPECT_EQ(strata_host_copy_get(dev, 3000), a) << "not reused";
+    void *b = strata_host_copy_get(dev, 100);  // a is taken: another one
     EXPECT_NE(b, a);
-    strata_host_stage_put(a);
-    strata_host_stage_put(b);
+    strata_host_copy_put(a);
+    strata_host_copy_put(b);
     int on_stack = 0;
-    EXPECT_EQ(strata_host_stage_get(&on_stack, 100), nullptr) << "host memory needs no staging";
+    EXPECT_EQ(strata_host_copy_get(&on_stack, 100), nullptr) << "host memory needs no staging";
 }
 
 // A driver older than the toolkit refuses the kernels (a CUDA 13 build on a 12.4

@@ -1,5 +1,5 @@
 /*
- * coll_strata_staged.c - the previous component's collectives on device buffers.
+ * coll_strata_fallback.c - the previous component's collectives on device buffers.
  *
  * Where strata hands a call to the component it replaced, that component (tuned,
  * basic, ... in a build of Open MPI that is not CUDA-aware) must never see a device
@@ -18,20 +18,20 @@
 #include "strata_device.h"
 
 /* One buffer region [dev + lo, dev + lo + len) and its host copy. */
-typedef struct staged {
+typedef struct host_copy {
     char *dev;      /* the caller's device pointer; NULL when nothing is staged */
-    char *host;     /* host copy of the region: pinned (strata_host_stage_get) or malloc'ed */
+    char *host;     /* host copy of the region: pinned (strata_host_copy_get) or malloc'ed */
     int pinned;
     ptrdiff_t lo;
     size_t len;
-} staged_t;
+} host_copy_t;
 
-#define STAGED_INIT { NULL, NULL, 0, 0, 0 }
+#define HOST_COPY_INIT { NULL, NULL, 0, 0, 0 }
 
-static void release_host(staged_t *s)
+static void release_host(host_copy_t *s)
 {
     if (s->pinned) {
-        strata_host_stage_put(s->host);
+        strata_host_copy_put(s->host);
     } else {
         free(s->host);
     }
@@ -75,14 +75,14 @@ static void span_blocks(struct ompi_datatype_t *dt, int n, const int *counts, co
 
 /* Where buf is device memory and the region is not empty, copies it to host memory
  * and sets *use to the host pointer that stands for buf; otherwise *use = buf. */
-static int stage_in(void *buf, ptrdiff_t lo, size_t len, staged_t *s, void **use)
+static int copy_in(void *buf, ptrdiff_t lo, size_t len, host_copy_t *s, void **use)
 {
     *use = buf;
     if (0 == len || !is_device(buf)) {
         return MPI_SUCCESS;
     }
     /* Page-locked and reused where the core can (fast, asynchronous-capable copies). */
-    s->host = strata_host_stage_get(buf, len);
+    s->host = strata_host_copy_get(buf, len);
     s->pinned = NULL != s->host;
     if (NULL == s->host) {
         s->host = malloc(len);
@@ -106,7 +106,7 @@ static int stage_in(void *buf, ptrdiff_t lo, size_t len, staged_t *s, void **use
 }
 
 /* Copies the host copy back when copy_back and rc is success; frees it. */
-static int stage_out(staged_t *s, int copy_back, int rc)
+static int copy_out(host_copy_t *s, int copy_back, int rc)
 {
     if (NULL != s->dev && copy_back && MPI_SUCCESS == rc &&
         0 != strata_device_copy(s->dev + s->lo, s->host, s->len)) {
@@ -131,7 +131,7 @@ static void say_staging(const char *coll)
 
 /* A send buffer and a receive buffer, each staged where it is device memory. */
 typedef struct pair {
-    staged_t s, r;
+    host_copy_t s, r;
     void *su, *ru;   /* what to hand the previous component */
 } pair_t;
 
@@ -140,16 +140,16 @@ static int pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void
                    ptrdiff_t rlo, size_t rlen)
 {
     int rc = MPI_SUCCESS;
-    staged_t none = STAGED_INIT;
+    host_copy_t none = HOST_COPY_INIT;
     p->s = none;
     p->r = none;
     p->su = (void *) sbuf;
     p->ru = rbuf;
     if (MPI_IN_PLACE != sbuf) {
-        rc = stage_in((void *) sbuf, slo, slen, &p->s, &p->su);
+        rc = copy_in((void *) sbuf, slo, slen, &p->s, &p->su);
     }
     if (MPI_SUCCESS == rc) {
-        rc = stage_in(rbuf, rlo, rlen, &p->r, &p->ru);
+        rc = copy_in(rbuf, rlo, rlen, &p->r, &p->ru);
     }
     return rc;
 }
@@ -157,8 +157,8 @@ static int pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void
 /* Frees the send copy; copies the receive side back when copy_back and rc is success. */
 static int pair_out(pair_t *p, int copy_back, int rc)
 {
-    stage_out(&p->s, 0, rc);
-    return stage_out(&p->r, copy_back, rc);
+    copy_out(&p->s, 0, rc);
+    return copy_out(&p->r, copy_back, rc);
 }
 
 int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf,
@@ -204,7 +204,7 @@ int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, v
 int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count,
                                struct ompi_datatype_t *dtype, int root)
 {
-    staged_t b = STAGED_INIT;
+    host_copy_t b = HOST_COPY_INIT;
     void *bu;
     ptrdiff_t lo;
     size_t len;
@@ -214,11 +214,11 @@ int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count
     }
     say_staging("bcast");
     span(dtype, (size_t) count, &lo, &len);
-    rc = stage_in(buf, lo, len, &b, &bu);
+    rc = copy_in(buf, lo, len, &b, &bu);
     if (MPI_SUCCESS == rc) {
         rc = m->prev.bcast(bu, count, dtype, root, m->comm, m->prev.bcast_module);
     }
-    return stage_out(&b, ompi_comm_rank(m->comm) != root, rc);
+    return copy_out(&b, ompi_comm_rank(m->comm) != root, rc);
 }
 
 int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf, int scount,

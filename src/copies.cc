@@ -1,5 +1,5 @@
-// src/stage.cc - device buffers through host staging (see stage.h).
-#include "stage.h"
+// src/copies.cc - copies of a rank's buffers in the team's memory kind (see copies.h).
+#include "copies.h"
 
 #include <algorithm>
 #include <cstring>
@@ -78,7 +78,7 @@ void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std:
     merge(out);
 }
 
-Status Staging::StageBuf::reserve(MemDomain &d, bool host_memory, size_t n) {
+Status BufferCopies::StageBuf::reserve(MemDomain &d, bool host_memory, size_t n) {
     // Page-locked host memory is portable: any GPU's domain can copy through it.
     if (n <= bytes && host == host_memory && (host_memory || dom == &d)) return STRATA_OK;
     drop();
@@ -91,7 +91,7 @@ Status Staging::StageBuf::reserve(MemDomain &d, bool host_memory, size_t n) {
     return STRATA_OK;
 }
 
-void Staging::StageBuf::drop() {
+void BufferCopies::StageBuf::drop() {
     if (ptr != nullptr) {
         if (host) {
             dom->release_host(ptr);
@@ -104,12 +104,12 @@ void Staging::StageBuf::drop() {
     bytes = 0;
 }
 
-Staging::~Staging() {
+BufferCopies::~BufferCopies() {
     send_.drop();
     recv_.drop();
 }
 
-StepId Staging::copy_blocks(Schedule &s, MemDomain &dom, char *dst, const char *src,
+StepId BufferCopies::copy_blocks(Schedule &s, MemDomain &dom, char *dst, const char *src,
                             const std::vector<Block> &blocks, size_t dst_shift, const Deps &deps) {
     std::vector<StepId> copies;
     for (const Block &b : blocks)
@@ -117,21 +117,21 @@ StepId Staging::copy_blocks(Schedule &s, MemDomain &dom, char *dst, const char *
     return s.join(copies);
 }
 
-StepId Staging::copy_in(Schedule &s) {
+StepId BufferCopies::copy_in(Schedule &s) {
     if (!active_ || in_dom_ == nullptr) return kNoStep;
-    return copy_blocks(s, *in_dom_, in_stage_, in_user_, in_, in_shift_, {});
+    return copy_blocks(s, *in_dom_, in_copy_, in_user_, in_, in_shift_, {});
 }
 
-StepId Staging::copy_out(Schedule &s, const Deps &deps) {
+StepId BufferCopies::copy_out(Schedule &s, const Deps &deps) {
     if (!active_ || out_dom_ == nullptr) return kNoStep;
-    return copy_blocks(s, *out_dom_, out_user_, out_stage_, out_, 0, deps);
+    return copy_blocks(s, *out_dom_, out_user_, out_copy_, out_, 0, deps);
 }
 
 // Host team: GPU memory is staged through host memory, with the GPU's domain.
 // Device team: memory the team's kernels cannot read (pageable or registered host
 // memory, or another GPU's memory) is staged through GPU memory; this GPU's memory
 // and managed memory are used in place.
-Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
+Status BufferCopies::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
     *dom = nullptr;
     *host = gpu == nullptr;
     if (gpu == nullptr) return device_domain_of(ptr, dom);
@@ -143,7 +143,7 @@ Status Staging::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *hos
     return STRATA_OK;
 }
 
-Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
+Status BufferCopies::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
     active_ = false;
     in_dom_ = out_dom_ = nullptr;
     MemDomain *sdom = nullptr, *rdom = nullptr;
@@ -167,7 +167,7 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
         STRATA_CHECK(recv_.reserve(*rdom, rhost, std::max(extent(out_), shift + extent(in_))));
         in_dom_ = rdom;
         in_user_ = user_send;
-        in_stage_ = recv_.ptr;
+        in_copy_ = recv_.ptr;
         in_shift_ = shift;
         a->recvbuf = recv_.ptr;
         a->sendbuf = recv_.ptr + shift;
@@ -176,7 +176,7 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
             STRATA_CHECK(send_.reserve(*sdom, shost, extent(in_)));
             in_dom_ = sdom;
             in_user_ = user_send;
-            in_stage_ = send_.ptr;
+            in_copy_ = send_.ptr;
             in_shift_ = 0;
             a->sendbuf = send_.ptr;
         }
@@ -188,7 +188,7 @@ Status Staging::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, Co
     if (rdom != nullptr) {
         out_dom_ = rdom;
         out_user_ = user_recv;
-        out_stage_ = recv_.ptr;
+        out_copy_ = recv_.ptr;
     }
     return STRATA_OK;
 }
@@ -211,7 +211,7 @@ extern "C" int strata_device_copy(void *dst, const void *src, size_t bytes) {
     return 0;
 }
 
-// Page-locked host memory for the glue's fallback staging (coll_strata_staged.c): a few
+// Page-locked host memory for the glue's fallback staging (coll_strata_fallback.c): a few
 // grow-only buffers kept between calls, so that staging a device buffer for the
 // previous component costs no allocation, and its copies run at full speed and
 // asynchronously, which pageable malloc'ed memory does not allow.
@@ -236,7 +236,7 @@ HostStage &host_stage() {
 
 }  // namespace
 
-extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes) {
+extern "C" void *strata_host_copy_get(const void *device_buf, size_t bytes) {
     using namespace strata;
     MemDomain *dom = nullptr;
     if (device_domain_of(device_buf, &dom) != STRATA_OK || dom == nullptr) return nullptr;
@@ -263,7 +263,7 @@ extern "C" void *strata_host_stage_get(const void *device_buf, size_t bytes) {
     return p;
 }
 
-extern "C" void strata_host_stage_release(void) {
+extern "C" void strata_host_copy_release(void) {
     HostStage &h = host_stage();
     std::lock_guard<std::mutex> g(h.mu);
     for (auto it = h.bufs.begin(); it != h.bufs.end();) {
@@ -276,7 +276,7 @@ extern "C" void strata_host_stage_release(void) {
     }
 }
 
-extern "C" void strata_host_stage_put(void *p) {
+extern "C" void strata_host_copy_put(void *p) {
     HostStage &h = host_stage();
     std::lock_guard<std::mutex> g(h.mu);
     size_t free_bufs = 0;

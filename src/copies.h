@@ -1,4 +1,4 @@
-// src/stage.h - a rank's buffers staged into the memory its team's schedules use.
+// src/copies.h - copies of a rank's buffers in the memory its team's schedules use.
 //
 // A team's schedules run either in host memory or, on a device team, in GPU memory
 // (team.h). A rank whose buffers of a call are of the other kind copies the call's
@@ -9,8 +9,8 @@
 // strata runs and which algorithm do not depend on where any rank's buffers live
 // (DESIGN.md, principle 1), so a call where some ranks pass device and others host
 // buffers works.
-#ifndef STRATA_STAGE_H
-#define STRATA_STAGE_H
+#ifndef STRATA_COPIES_H
+#define STRATA_COPIES_H
 
 #include <vector>
 
@@ -30,16 +30,16 @@ struct Block {
 void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std::vector<Block> *in,
                  std::vector<Block> *out);
 
-class Staging {
+class BufferCopies {
 public:
-    Staging() = default;
-    ~Staging();
-    Staging(const Staging &) = delete;
-    Staging &operator=(const Staging &) = delete;
+    BufferCopies() = default;
+    ~BufferCopies();
+    BufferCopies(const BufferCopies &) = delete;
+    BufferCopies &operator=(const BufferCopies &) = delete;
 
     // gpu: the team's GPU domain on a device team, else nullptr. Where a's buffers
     // are not of the team's kind, reserves copies of them and points *a at the
-    // copies; nothing is copied yet. active() says whether anything is staged.
+    // copies; nothing is copied yet. active() says whether anything is copied.
     Status enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a);
     // Steps of s that copy the inputs over (their join; kNoStep when there is none).
     StepId copy_in(Schedule &s);
@@ -60,7 +60,7 @@ private:
         Status reserve(MemDomain &d, bool host_memory, size_t n);
         void drop();
     };
-    // Whether ptr must be staged for this team; if so *dom copies it, and *host
+    // Whether ptr must be copied for this team; if so *dom copies it, and *host
     // says whether the copy is in host memory.
     static Status plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host);
     // Steps dst + dst_shift + b.offset <- src + b.offset for every block; their join.
@@ -71,10 +71,10 @@ private:
     bool active_ = false;
     MemDomain *in_dom_ = nullptr;   // set when the inputs are copied over
     const char *in_user_ = nullptr;
-    char *in_stage_ = nullptr;
+    char *in_copy_ = nullptr;
     size_t in_shift_ = 0;
     MemDomain *out_dom_ = nullptr;  // set when the outputs go back to the caller's buffer
-    char *out_user_ = nullptr, *out_stage_ = nullptr;
+    char *out_user_ = nullptr, *out_copy_ = nullptr;
     std::vector<Block> in_, out_;
 };
 
@@ -83,7 +83,7 @@ private:
 // For the glue's fallback staging (C): page-locked host memory of at least bytes to
 // stage device_buf (device memory) through, reused between calls; NULL when
 // device_buf is not device memory or none could be had (then stage through malloc).
-// Give it back with strata_host_stage_put (declared for the glue in src/strata_device.h).
+// Give it back with strata_host_copy_put (declared for the glue in src/strata_device.h).
 #include "strata_device.h"
 
 #endif

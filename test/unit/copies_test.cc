@@ -1,4 +1,4 @@
-// test/unit/stage_test.cc - what a staged call copies, and the engine's staged transport.
+// test/unit/copies_test.cc - what a staged call copies, and the engine's staged transport.
 //
 // StageBlocks: strata::call_blocks for every collective, with CollArgs built the way
 // src/api.cc builds them and every expected block written out by hand.
@@ -18,7 +18,7 @@
 #include "engine.h"
 #include "harness.h"
 #include "mem/domain.h"
-#include "stage.h"
+#include "copies.h"
 #include "strata.h"
 
 namespace {
@@ -480,7 +480,7 @@ TEST(BounceTransfer, EverySizeArrivesThroughThePool) {
         Rank r(job, rank);
         Round rd;
         r.sched.clear();
-        r.sched.stage_transfers(&r.dom, &r.pool);
+        r.sched.bounce_transfers(&r.dom, &r.pool);
         EXPECT_EQ(run_round(r, rd, 0, rank), "") << "rank " << rank;
         // Every non-empty message left from and landed in pool memory, nothing else did.
         EXPECT_EQ(r.wire.from_pool, kNonEmpty) << "rank " << rank;
@@ -509,7 +509,7 @@ TEST(BounceTransfer, ResetLetsTheNextCallReuseTheChunks) {
             // As run_collective does it: clear, reset the pool, stage.
             r.sched.clear();
             r.pool.reset();
-            r.sched.stage_transfers(&r.dom, &r.pool);
+            r.sched.bounce_transfers(&r.dom, &r.pool);
             const int allocs = r.dom.host_allocs;
             Round rd;
             EXPECT_EQ(run_round(r, rd, round, rank), "") << "rank " << rank << " round " << round;
@@ -531,7 +531,7 @@ TEST(BounceTransfer, ClearTurnsStagingOff) {
     job.run([&](int rank) {
         Rank r(job, rank);
         r.sched.clear();
-        r.sched.stage_transfers(&r.dom, &r.pool);
+        r.sched.bounce_transfers(&r.dom, &r.pool);
         Round staged;
         EXPECT_EQ(run_round(r, staged, 0, rank), "") << "rank " << rank;
         const int allocs = r.dom.host_allocs, into = r.dom.copies_into_pool,
@@ -562,7 +562,7 @@ TEST(BounceTransfer, ReceiveCopyOutCompletesBeforeItsDependents) {
     job.run([&](int rank) {
         Rank r(job, rank);
         r.sched.clear();
-        r.sched.stage_transfers(&r.dom, &r.pool);
+        r.sched.bounce_transfers(&r.dom, &r.pool);
         std::vector<char> msg(n), in(n, char(0xa5)), seen(n, char(0x3c));
         for (size_t i = 0; i < n; ++i) msg[i] = char(pattern(7, rank, 0, i));
         StepId last = strata::kNoStep;
