@@ -110,7 +110,6 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     // Everything the algorithm builds starts after the copies in (node peers may read
     // a copy in place once it is posted: Call::map_peers posts after them too).
     s.start_after(copies.copy_in(s));
-    if (team.bounce_transfers()) s.bounce_transfers(&team.domain(), &call.bounce());
     st = table.algorithms[alg].build(call, work);
     if (st == STRATA_OK) {
         copies.copy_out(s, {s.join_all()});

@@ -14,7 +14,6 @@ void Call::begin(uint64_t number) {
     seg_seq_ = 0;
     mapped_ = false;
     sched_.clear();
-    bounce_.reset();
 }
 
 void Call::restart(uint64_t number) {
@@ -27,7 +26,7 @@ Numbering Call::numbering() const {
     return Numbering{number_ << 32, static_cast<int>((number_ % Team::kTagCalls) << 12)};
 }
 
-Status Call::run() { return sched_.run(team_.transport(), &team_, numbering()); }
+Status Call::run() { return sched_.run(team_.p2p(), &team_, numbering()); }
 
 uint64_t Call::take_segments(uint64_t n) {
     const uint64_t first = seg_seq_;

@@ -4,7 +4,7 @@
 // caches, settings); a Call lives as long as one collective call, or, for a
 // persistent collective, as long as its request. A call owns what an algorithm
 // builds and uses: the schedule, private scratch memory, the copies of this rank's
-// buffers in the team's memory kind, the bounce buffers of the staged transport.
+// buffers in the team's memory kind. (Bounce buffers belong to the channel: btl/p2p.h.)
 //
 // Numbers are relative. A builder takes segment numbers from 0 and tags from 0; the
 // schedule runs with the call's numbering (Numbering: flag values + number << 32, tag
@@ -69,8 +69,6 @@ public:
     // A second private buffer, for an algorithm that composes another one (which
     // takes scratch() for itself). Same lifetime rule.
     char *scratch2(size_t bytes);
-    // Bounce buffers of the staged transport (Schedule::bounce_transfers).
-    BouncePool &bounce() { return bounce_; }
     // Copies of this rank's buffers in the team's memory kind (copies.h).
     BufferCopies &copies();
 
@@ -108,7 +106,6 @@ private:
     std::vector<const char *> peer_bufs_;  // sized once per build: LateSrc bases point into it
     Schedule sched_;
     Buffer scratch_, scratch2_;
-    BouncePool bounce_;
     std::unique_ptr<BufferCopies> copies_;
 };
 

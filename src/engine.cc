@@ -39,45 +39,12 @@ void Schedule::report_stall(const std::vector<StepId> &active) const {
     }
 }
 
-BouncePool::~BouncePool() {
-    for (Chunk &c : chunks_) dom_->release_host(c.ptr);
-}
-
-void BouncePool::reset() {
-    for (Chunk &c : chunks_) c.used = 0;
-}
-
-char *BouncePool::take(MemDomain &dom, size_t bytes) {
-    constexpr size_t kAlign = 64, kChunk = size_t(4) << 20;
-    bytes = (bytes + kAlign - 1) / kAlign * kAlign;
-    if (dom_ != &dom) {  // a pool serves one domain
-        for (Chunk &c : chunks_) dom_->release_host(c.ptr);
-        chunks_.clear();
-        dom_ = &dom;
-    }
-    for (Chunk &c : chunks_) {
-        if (c.bytes - c.used >= bytes) {
-            c.used += bytes;
-            return c.ptr + c.used - bytes;
-        }
-    }
-    Chunk c{nullptr, bytes > kChunk ? bytes : kChunk, bytes};
-    void *p = nullptr;
-    if (dom.alloc_host(c.bytes, &p) != STRATA_OK) return nullptr;
-    c.ptr = static_cast<char *>(p);
-    chunks_.push_back(c);
-    return c.ptr;
-}
-
 void Schedule::clear() {
     entry_ = kNoStep;
     cond_ = kNoStep;
     num_ = Numbering{};
     src_bases_.clear();
     polls_.clear();
-    bounce_dom_ = nullptr;
-    bounce_ = nullptr;
-    build_error_ = STRATA_OK;
     steps_.clear();
     deps_.clear();
     srcs_.clear();
@@ -172,27 +139,12 @@ StepId Schedule::transfer(Kind kind, void *buf, size_t bytes, int peer, int tag,
     return add(s, deps);
 }
 
-char *Schedule::take_bounce(size_t bytes) {
-    char *b = bounce_->take(*bounce_dom_, bytes);
-    if (b == nullptr) build_error_ = STRATA_ERR_NOMEM;
-    return b;
-}
-
 StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    void *src = const_cast<void *>(buf);
-    if (bounce_ == nullptr || bytes == 0) return transfer(Kind::Send, src, bytes, peer, tag, deps);
-    char *b = take_bounce(bytes);
-    if (b == nullptr) return join(deps);
-    const StepId c = copy(*bounce_dom_, b, buf, bytes, deps);
-    return transfer(Kind::Send, b, bytes, peer, tag, {c});
+    return transfer(Kind::Send, const_cast<void *>(buf), bytes, peer, tag, deps);
 }
 
 StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    if (bounce_ == nullptr || bytes == 0) return transfer(Kind::Recv, buf, bytes, peer, tag, deps);
-    char *b = take_bounce(bytes);
-    if (b == nullptr) return join(deps);
-    const StepId r = transfer(Kind::Recv, b, bytes, peer, tag, deps);
-    return copy(*bounce_dom_, buf, b, bytes, {r});
+    return transfer(Kind::Recv, buf, bytes, peer, tag, deps);
 }
 
 StepId Schedule::signal(uint64_t *flag, uint64_t value, const Deps &deps) {
@@ -258,7 +210,7 @@ void Schedule::rewind() {
 
 
 // Starts or polls one step whose dependencies are complete.
-Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
+Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
     if (s.state == State::Waiting) {
         // A step of the branch not taken completes at once, doing nothing.
         const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
@@ -290,12 +242,10 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
             case Kind::Poll:
                 break;
             case Kind::Send:
-                if (tp.isend(tp.ctx, s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req) != 0)
-                    return fail(STRATA_ERR_COMM, "isend");
+                STRATA_CHECK(ch.isend(s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req));
                 break;
             case Kind::Recv:
-                if (tp.irecv(tp.ctx, s.dst, s.n, s.peer, num_.tag_base | s.tag, &s.req) != 0)
-                    return fail(STRATA_ERR_COMM, "irecv");
+                STRATA_CHECK(ch.irecv(s.dst, s.n, s.peer, num_.tag_base | s.tag, &s.req));
                 break;
             case Kind::Signal:
                 __atomic_store_n(s.flag, num_.base + s.value, __ATOMIC_RELEASE);
@@ -317,16 +267,12 @@ Status Schedule::advance(Step &s, const strata_transport_t &tp, bool *moved) {
             break;
         case Kind::Send:
         case Kind::Recv: {
-            int d = 0;
-            const int rc = tp.test(tp.ctx, s.req, &d);
-            if (rc != 0) {
-                s.req = nullptr;  // released by the transport
+            const Status st = ch.test(s.req, &done);
+            if (st != STRATA_OK) {
+                s.req = nullptr;  // released by the channel
                 s.state = State::Done;
-                return rc == STRATA_ERR_TRUNCATE
-                           ? STRATA_ERR_TRUNCATE  // a peer sent more than this rank expects: sizes differ
-                           : fail(STRATA_ERR_COMM, "request test");
+                return st;
             }
-            done = d != 0;
             break;
         }
         case Kind::Wait:
@@ -376,11 +322,11 @@ StepInfo Schedule::info(StepId id) const {
 // Gives up what an abandoned run started: receives are cancelled (the transport
 // guarantees they write nothing afterwards), sends are left to finish by themselves,
 // copies and reductions (which need no peer) are waited for.
-void Schedule::abandon(const strata_transport_t &tp) {
+void Schedule::abandon(P2PChannel &ch) {
     for (Step &s : steps_) {
         if (s.state != State::Started) continue;
         if ((s.kind == Kind::Send || s.kind == Kind::Recv) && s.req != nullptr) {
-            if (tp.cancel) tp.cancel(tp.ctx, s.req, s.kind == Kind::Recv);
+            ch.cancel(s.req, s.kind == Kind::Recv);
             s.req = nullptr;
         } else if (s.kind == Kind::Copy || s.kind == Kind::Reduce) {
             bool done = false;
@@ -390,15 +336,14 @@ void Schedule::abandon(const strata_transport_t &tp) {
     }
 }
 
-Status Schedule::run(const strata_transport_t &tp, RunWatch *watch, Numbering num) {
+Status Schedule::run(P2PChannel &ch, RunWatch *watch, Numbering num) {
     num_ = num;
-    const Status st = run_steps(tp, watch);
-    if (st != STRATA_OK) abandon(tp);
+    const Status st = run_steps(ch, watch);
+    if (st != STRATA_OK) abandon(ch);
     return st;
 }
 
-Status Schedule::run_steps(const strata_transport_t &tp, RunWatch *watch) {
-    if (build_error_ != STRATA_OK) return fail(build_error_, "bounce buffers for the staged transport");
+Status Schedule::run_steps(P2PChannel &ch, RunWatch *watch) {
     const size_t n = steps_.size();
     std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
     size_t done = 0;
@@ -430,7 +375,7 @@ Status Schedule::run_steps(const strata_transport_t &tp, RunWatch *watch) {
         // active grows while we walk it: steps released now start in this pass.
         for (size_t a = 0; a < active.size(); ++a) {
             Step &s = steps_[active[a]];
-            STRATA_CHECK(advance(s, tp, &moved));
+            STRATA_CHECK(advance(s, ch, &moved));
             if (s.state != State::Done) {
                 next.push_back(active[a]);
                 continue;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "btl/p2p.h"
 #include "common.h"
 #include "mem/domain.h"
 
@@ -36,28 +37,6 @@ public:
     const std::vector<StepId> &ids() const { return ids_; }
 private:
     std::vector<StepId> ids_;
-};
-
-// Page-locked host buffers for moving device memory over a point-to-point layer
-// that cannot touch it. Taken while a schedule is built, all free again at reset();
-// the chunks stay allocated for the next call and go with the pool.
-class BouncePool {
-public:
-    BouncePool() = default;
-    ~BouncePool();
-    BouncePool(const BouncePool &) = delete;
-    BouncePool &operator=(const BouncePool &) = delete;
-    void reset();
-    // bytes of host memory from dom.alloc_host, valid until reset(); nullptr when out of memory.
-    char *take(MemDomain &dom, size_t bytes);
-
-private:
-    struct Chunk {
-        char *ptr;
-        size_t bytes, used;
-    };
-    MemDomain *dom_ = nullptr;
-    std::vector<Chunk> chunks_;
 };
 
 class Schedule;
@@ -102,15 +81,6 @@ public:
 class Schedule {
 public:
     void clear();
-    // Staged transport: from now until clear(), every send first copies its bytes
-    // (with dom) into a bounce buffer from pool and sends that, and every receive
-    // lands in a bounce buffer and is copied out. Sends and receives of consecutive
-    // segments are independent steps, so the copy of segment k+1 overlaps the
-    // transfer of segment k.
-    void bounce_transfers(MemDomain *dom, BouncePool *pool) {
-        bounce_dom_ = dom;
-        bounce_ = pool;
-    }
     size_t size() const { return steps_.size(); }
     // From now on every step added without dependencies depends on `entry`: what is
     // built next starts after what was built before (a builder composes after another).
@@ -152,13 +122,13 @@ public:
     }
     void always() { cond_ = kNoStep; }
 
-    // Runs every step to completion over the given transport. On an error (a step
-    // failed, or watch said to stop) the started transfers are given up through
-    // tp.cancel and started copies are waited for, so nothing of the run touches
-    // memory after it returns.
+    // Runs every step to completion, sends and receives over channel ch. On an error
+    // (a step failed, or watch said to stop) the started transfers are given up
+    // through ch.cancel and started copies are waited for, so nothing of the run
+    // touches memory after it returns.
     // Values and tags are those given at build, shifted by num. Steps completed by an
     // earlier run are not run again (see rewind).
-    Status run(const strata_transport_t &tp, RunWatch *watch = nullptr, Numbering num = {});
+    Status run(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -190,10 +160,9 @@ private:
     };
     StepId add(Step s, const Deps &deps);
     StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps);
-    char *take_bounce(size_t bytes);  // nullptr (and a build error for run()) when out of memory
-    Status advance(Step &s, const strata_transport_t &tp, bool *moved);
-    Status run_steps(const strata_transport_t &tp, RunWatch *watch);
-    void abandon(const strata_transport_t &tp);
+    Status advance(Step &s, P2PChannel &ch, bool *moved);
+    Status run_steps(P2PChannel &ch, RunWatch *watch);
+    void abandon(P2PChannel &ch);
     void report_stall(const std::vector<StepId> &active) const;
 
     std::vector<Step> steps_;
@@ -205,11 +174,8 @@ private:
     StepId cond_ = kNoStep;
     bool cond_want_ = false;
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
-    MemDomain *bounce_dom_ = nullptr;
-    BouncePool *bounce_ = nullptr;
     StepId entry_ = kNoStep;
     Numbering num_;  // of the current run
-    Status build_error_ = STRATA_OK;  // a bounce buffer that could not be had, reported by run()
 };
 
 }  // namespace strata

@@ -21,7 +21,7 @@ constexpr time_t kReleaseWaitSeconds = 2;
 }  // namespace
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
-    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg) {
+    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg), wire_(tp) {
     ipc_.set_capacity(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0));
 }
 
@@ -69,6 +69,7 @@ void Team::release_device() {
     // Peers may also hold mappings of this rank's staging buffers (posted in calls on
     // host buffers): let go of them unfreed as well.
     if (!all_closed && blocking_) blocking_->abandon_memory();
+    bounce_.reset();
     dom_ = nullptr;
 }
 
@@ -194,6 +195,7 @@ Status Team::agree_device(bool gpu_everywhere) {
             log(0, "coll_strata_device_transport=direct, but the point-to-point layer is not "
                    "CUDA-aware: staging through host instead");
     }
+    if (!direct_) bounce_.reset(new BounceChannel(wire_, *dom_));
     return STRATA_OK;
 }
 
@@ -231,7 +233,7 @@ Status Team::setup_device(std::string *why) {
         s.send(&mine, sizeof mine, l.rank_at(node, i), tag);
         s.recv(&theirs[size_t(i)], sizeof(Offer), l.rank_at(node, i), tag);
     }
-    STRATA_CHECK(s.run(tp_));
+    STRATA_CHECK(s.run(wire_));
     if (!mine.ok) return STRATA_ERR_DEVICE;
     for (int i = 0; i < local_size; ++i) {
         if (i == me) continue;
@@ -267,11 +269,11 @@ Status Team::setup_shm() {
         status = shm_.create(cfg_.shm_dir, local_size, region, &made);
         if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
         for (int i = 1; i < local_size; ++i) s.send(name, sizeof name, l.rank_at(node, i), tag);
-        STRATA_CHECK(s.run(tp_));
+        STRATA_CHECK(s.run(wire_));
         return status;
     }
     s.recv(name, sizeof name, l.rank_at(node, 0), tag);
-    STRATA_CHECK(s.run(tp_));
+    STRATA_CHECK(s.run(wire_));
     if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
     return shm_.attach(cfg_.shm_dir, name, local_size, region);
 }

@@ -12,6 +12,7 @@
 
 #include "btl/device_regions.h"
 #include "btl/ipc_cache.h"
+#include "btl/p2p.h"
 #include "btl/shm.h"
 #include "common.h"
 #include "engine.h"
@@ -98,8 +99,11 @@ public:
     // its buffers that are not of that kind (copies.h).
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
-    // Point-to-point of device memory goes through bounce buffers in host memory.
-    bool bounce_transfers() const { return device() && !direct_; }
+    // Point-to-point channels (btl/p2p.h): wire() is the glue's transport, for host
+    // memory; p2p() is what the team's schedules send over: on a device team whose
+    // point-to-point layer cannot touch GPU memory, the bounce channel over the wire.
+    P2PChannel &wire() { return wire_; }
+    P2PChannel &p2p() { return bounce_ ? static_cast<P2PChannel &>(*bounce_) : wire_; }
 
     // Whether a call of `bytes` (the call's size, the same on every rank) reads node
     // peers' buffers in place where it can: on a device team with the IPC cache on and
@@ -147,6 +151,8 @@ private:
     ShmChannel shm_;
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
+    TransportChannel wire_;
+    std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     DeviceRegions dregions_;
     IpcCache ipc_;                // node peers' user buffers, mapped
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)

@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
@@ -142,6 +143,37 @@ static void clamp_int(const char *name, int *v, int lo, int hi)
     warn_range(name, was, now);
 }
 
+/* Open MPI refuses an algorithm name it does not know with a message of its own (which
+ * a short job may end before it is printed) and leaves the default: say so here too,
+ * from the value as given (mpirun --mca and OMPI_MCA_ both reach the environment). */
+static void warn_unknown_algorithm(strata_coll_t coll, int alg)
+{
+    char env[96], known[160] = "";
+    const char *given;
+    char *end = NULL;
+    long as_number;
+    int i;
+
+    snprintf(env, sizeof env, "OMPI_MCA_coll_strata_%s_algorithm", strata_coll_name(coll));
+    given = getenv(env);
+    if (NULL == given || STRATA_ALG_AUTO != alg || 0 == strcmp(given, "auto")) {
+        return;
+    }
+    as_number = strtol(given, &end, 10);
+    if (NULL != end && end != given && '\0' == *end && as_number == STRATA_ALG_AUTO) {
+        return;
+    }
+    for (i = 0; i < strata_algorithm_count(coll); ++i) {
+        if (0 == strcmp(given, strata_algorithm_name(coll, i))) {
+            return;
+        }
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 strata_algorithm_name(coll, i));
+    }
+    opal_output(0, "coll:strata: coll_strata_%s_algorithm=%s is not an algorithm of %s (known: auto, %s); "
+                "using auto", strata_coll_name(coll), given, strata_coll_name(coll), known);
+}
+
 static void check_ranges(void)
 {
     mca_coll_strata_component_t *cs = &mca_coll_strata_component;
@@ -174,6 +206,7 @@ static void check_ranges(void)
             warn_range(name, "(a number)", "auto");
             *a = STRATA_ALG_AUTO;
         }
+        warn_unknown_algorithm((strata_coll_t) coll, *a);
     }
 }
 

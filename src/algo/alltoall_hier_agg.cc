@@ -62,7 +62,7 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
             x.send(a.send_counts, P * sizeof(size_t), r, counts_tag);
             x.recv(counts.data() + size_t(i) * P, P * sizeof(size_t), r, counts_tag);
         }
-        STRATA_CHECK(x.run(team.transport(), &team, c.numbering()));
+        STRATA_CHECK(x.run(team.wire(), &team, c.numbering()));  // host memory
     }
     auto sc = [&](int local, int dst) { return counts[size_t(local) * P + size_t(dst)]; };
 

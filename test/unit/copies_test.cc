@@ -2,11 +2,11 @@
 //
 // StageBlocks: strata::call_blocks for every collective, with CollArgs built the way
 // src/api.cc builds them and every expected block written out by hand.
-// BouncePool / BounceTransfer: two thread-ranks exchange messages of 0 bytes to more
-// than a 4 MiB chunk through Schedule::stage_transfers, over a wrapper of the host
-// domain that counts its allocations and copies, knows which memory is the pool's,
-// and finishes copies late (as a stream does), so that a missing dependency between
-// a staged transfer and its copy shows up as wrong bytes.
+// BounceChannel: two thread-ranks exchange messages of 0 bytes to several MiB through
+// btl/p2p.h's bounce channel over the plain transport, with a wrapper of the host
+// domain that counts its allocations and copies, knows which memory is the channel's,
+// and finishes copies late (as a stream does), so that a transfer that does not wait
+// for its copy (or a receive that completes before its copy out) shows up as wrong bytes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -318,58 +318,8 @@ private:
 
 constexpr size_t kMiB = size_t(1) << 20;
 
-TEST(BouncePool, SmallTakesShareAChunkLargeOnesGetTheirOwn) {
-    LateHostDomain dom;
-    {
-        strata::BouncePool pool;
-        std::vector<std::pair<char *, size_t>> taken;
-        auto take = [&](size_t n) {
-            char *p = pool.take(dom, n);
-            EXPECT_NE(p, nullptr) << n << " bytes";
-            EXPECT_TRUE(dom.in_pool(p, n)) << n << " bytes";
-            taken.emplace_back(p, n);
-        };
-        for (int i = 0; i < 100; ++i) take(1000);  // ~100 KB: one 4 MiB chunk
-        EXPECT_EQ(dom.host_allocs, 1);
-        take(5 * kMiB);  // more than a chunk: a chunk of its own size
-        EXPECT_EQ(dom.host_allocs, 2);
-        take(4 * kMiB);  // does not fit in what is left of the first chunk
-        EXPECT_EQ(dom.host_allocs, 3);
-        take(100);       // does
-        EXPECT_EQ(dom.host_allocs, 3);
-        EXPECT_EQ(dom.host_sizes, (std::vector<size_t>{4 * kMiB, 5 * kMiB, 4 * kMiB}));
-        // No two takes overlap: fill each with its index, then read them all back.
-        for (size_t i = 0; i < taken.size(); ++i) memset(taken[i].first, int(i & 0xff), taken[i].second);
-        for (size_t i = 0; i < taken.size(); ++i)
-            for (size_t k = 0; k < taken[i].second; k += 997)
-                ASSERT_EQ(uint8_t(taken[i].first[k]), uint8_t(i & 0xff)) << "take " << i << " byte " << k;
-
-        // After reset() the same takes are served from the same chunks.
-        pool.reset();
-        for (const auto &t : taken) EXPECT_EQ(pool.take(dom, t.second), t.first) << t.second << " bytes";
-        EXPECT_EQ(dom.host_allocs, 3);
-        EXPECT_EQ(dom.host_releases, 0);
-    }
-    EXPECT_EQ(dom.host_releases, 3);  // the chunks go with the pool
-}
-
-TEST(BouncePool, AnotherDomainReleasesTheChunksOfTheFirst) {
-    LateHostDomain a, b;
-    {
-        strata::BouncePool pool;
-        EXPECT_NE(pool.take(a, 10), nullptr);
-        EXPECT_NE(pool.take(a, 5 * kMiB), nullptr);
-        EXPECT_EQ(a.host_allocs, 2);
-        char *p = pool.take(b, 10);
-        EXPECT_TRUE(b.in_pool(p, 10));
-        EXPECT_EQ(a.host_releases, 2);
-        EXPECT_EQ(b.host_allocs, 1);
-    }
-    EXPECT_EQ(b.host_releases, 1);
-}
-
 // One message of each size each way between ranks 0 and 1: zero bytes, small ones, and
-// two above the 4 MiB chunk.
+// two of several MiB.
 const std::vector<size_t> kSizes = {0, 1, 1000, 65536, 4 * kMiB + 1, 6 * kMiB};
 constexpr int kNonEmpty = 5;
 
@@ -457,103 +407,66 @@ struct Round {
     }
 };
 
-// Per rank: its domain, pool, schedule and wire, declared so that the pool goes first.
+// Per rank: its domain, schedule, wire and channels.
 struct Rank {
     LateHostDomain dom;
-    strata::BouncePool pool;
     strata::Schedule sched;
     Wire wire;
-    Rank(strata_test::ThreadJob &job, int rank) : wire{job.transport(rank), &dom} {}
+    strata::TransportChannel plain;
+    strata::BounceChannel bounce;
+    Rank(strata_test::ThreadJob &job, int rank)
+        : wire{job.transport(rank), &dom}, plain(wire.transport()), bounce(plain, dom) {}
 };
 
-// Runs round `round` on r.sched (built by the caller's set-up) and returns "" or what went wrong.
-std::string run_round(Rank &r, Round &rd, int round, int rank) {
+// Runs round `round` on r.sched over ch and returns "" or what went wrong.
+std::string run_round(Rank &r, strata::P2PChannel &ch, Round &rd, int round, int rank) {
+    r.sched.clear();
     rd.build(r.sched, r.dom, round, rank);
-    const strata_transport_t tp = r.wire.transport();
-    if (r.sched.run(tp) != STRATA_OK) return "run failed";
+    if (r.sched.run(ch) != STRATA_OK) return "run failed";
     return rd.check(round, rank);
 }
 
-TEST(BounceTransfer, EverySizeArrivesThroughThePool) {
-    strata_test::ThreadJob job(2);
-    job.run([&](int rank) {
-        Rank r(job, rank);
-        Round rd;
-        r.sched.clear();
-        r.sched.bounce_transfers(&r.dom, &r.pool);
-        EXPECT_EQ(run_round(r, rd, 0, rank), "") << "rank " << rank;
-        // Every non-empty message left from and landed in pool memory, nothing else did.
-        EXPECT_EQ(r.wire.from_pool, kNonEmpty) << "rank " << rank;
-        EXPECT_EQ(r.wire.into_pool, kNonEmpty) << "rank " << rank;
-        EXPECT_EQ(r.wire.user_sends + r.wire.user_recvs, 0) << "rank " << rank;
-        EXPECT_EQ(r.wire.empty, 0) << "rank " << rank;
-        // One copy into the pool per send, one out per receive, besides the kNonEmpty
-        // late fills of the send buffers (which touch no pool memory).
-        EXPECT_EQ(r.dom.copies_into_pool, kNonEmpty) << "rank " << rank;
-        EXPECT_EQ(r.dom.copies_out_of_pool, kNonEmpty) << "rank " << rank;
-        EXPECT_EQ(r.dom.copies, 3 * kNonEmpty) << "rank " << rank;
-        const size_t total = 1 + 1000 + 65536 + 4 * kMiB + 1 + 6 * kMiB;
-        EXPECT_EQ(r.dom.copied_bytes, 3 * total) << "rank " << rank;
-        // Rounded up to 64 bytes, 1 + 1000 + 65536 both ways fit one chunk; the two large
-        // messages both ways need a chunk each.
-        EXPECT_EQ(r.dom.host_allocs, 5) << "rank " << rank;
-    });
-    EXPECT_EQ(job.unreceived(), 0u);
-}
-
-TEST(BounceTransfer, ResetLetsTheNextCallReuseTheChunks) {
+TEST(BounceChannel, EverySizeArrivesThroughItsBuffersWhichAreReused) {
     strata_test::ThreadJob job(2);
     job.run([&](int rank) {
         Rank r(job, rank);
         for (int round = 0; round < 3; ++round) {
-            // As run_collective does it: clear, reset the pool, stage.
-            r.sched.clear();
-            r.pool.reset();
-            r.sched.bounce_transfers(&r.dom, &r.pool);
-            const int allocs = r.dom.host_allocs;
             Round rd;
-            EXPECT_EQ(run_round(r, rd, round, rank), "") << "rank " << rank << " round " << round;
-            if (round == 0) {
-                EXPECT_GT(r.dom.host_allocs, 0) << "rank " << rank;
-            } else {
-                EXPECT_EQ(r.dom.host_allocs, allocs) << "rank " << rank << " round " << round;
-            }
+            EXPECT_EQ(run_round(r, r.bounce, rd, round, rank), "") << "rank " << rank << " round " << round;
+            // Every non-empty message left from and landed in the channel's memory,
+            // nothing else did; empty ones are no transfers at all.
+            EXPECT_EQ(r.wire.from_pool, kNonEmpty * (round + 1)) << "rank " << rank;
+            EXPECT_EQ(r.wire.into_pool, kNonEmpty * (round + 1)) << "rank " << rank;
+            EXPECT_EQ(r.wire.user_sends + r.wire.user_recvs, 0) << "rank " << rank;
+            EXPECT_EQ(r.wire.empty, 0) << "rank " << rank;
+            // One copy into the channel's memory per send, one out per receive, besides
+            // the kNonEmpty late fills of the send buffers (which touch none of it).
             EXPECT_EQ(r.dom.copies_into_pool, kNonEmpty * (round + 1)) << "rank " << rank;
             EXPECT_EQ(r.dom.copies_out_of_pool, kNonEmpty * (round + 1)) << "rank " << rank;
         }
+        // At most one buffer per message in flight at once, whatever the rounds: reused.
+        EXPECT_LE(r.dom.host_allocs, 2 * kNonEmpty) << "rank " << rank;
         EXPECT_EQ(r.dom.host_releases, 0) << "rank " << rank;
     });
     EXPECT_EQ(job.unreceived(), 0u);
 }
 
-TEST(BounceTransfer, ClearTurnsStagingOff) {
+TEST(BounceChannel, ThePlainChannelSendsTheCallersBuffers) {
     strata_test::ThreadJob job(2);
     job.run([&](int rank) {
         Rank r(job, rank);
-        r.sched.clear();
-        r.sched.bounce_transfers(&r.dom, &r.pool);
-        Round staged;
-        EXPECT_EQ(run_round(r, staged, 0, rank), "") << "rank " << rank;
-        const int allocs = r.dom.host_allocs, into = r.dom.copies_into_pool,
-                  out = r.dom.copies_out_of_pool, copies = r.dom.copies;
-
-        r.sched.clear();  // no stage_transfers: a plain schedule
-        Round plain;
-        EXPECT_EQ(run_round(r, plain, 1, rank), "") << "rank " << rank;
-        EXPECT_EQ(r.dom.host_allocs, allocs) << "rank " << rank;
-        EXPECT_EQ(r.dom.copies_into_pool, into) << "rank " << rank;
-        EXPECT_EQ(r.dom.copies_out_of_pool, out) << "rank " << rank;
-        // Only the kNonEmpty late fills of the send buffers were copies of this round.
-        EXPECT_EQ(r.dom.copies, copies + kNonEmpty) << "rank " << rank;
-        // The transport saw the caller's buffers.
+        Round rd;
+        EXPECT_EQ(run_round(r, r.plain, rd, 0, rank), "") << "rank " << rank;
+        EXPECT_EQ(r.dom.host_allocs, 0) << "rank " << rank;
+        EXPECT_EQ(r.dom.copies, kNonEmpty) << "rank " << rank;  // the late fills only
         EXPECT_EQ(r.wire.user_sends, kNonEmpty) << "rank " << rank;
         EXPECT_EQ(r.wire.user_recvs, kNonEmpty) << "rank " << rank;
-        EXPECT_EQ(r.wire.from_pool, kNonEmpty) << "rank " << rank;  // round 0 only
+        EXPECT_EQ(r.wire.from_pool + r.wire.into_pool, 0) << "rank " << rank;
     });
     EXPECT_EQ(job.unreceived(), 0u);
 }
 
-TEST(BounceTransfer, ReceiveCopyOutCompletesBeforeItsDependents) {
+TEST(BounceChannel, ReceiveCopyOutCompletesBeforeItsDependents) {
     // One message, and a chain after the receive: a host copy of the received bytes and a
     // join after it. The copy-out finishes on its third poll; the host copy must still
     // see the message, however the engine orders the steps it releases.
@@ -562,7 +475,6 @@ TEST(BounceTransfer, ReceiveCopyOutCompletesBeforeItsDependents) {
     job.run([&](int rank) {
         Rank r(job, rank);
         r.sched.clear();
-        r.sched.bounce_transfers(&r.dom, &r.pool);
         std::vector<char> msg(n), in(n, char(0xa5)), seen(n, char(0x3c));
         for (size_t i = 0; i < n; ++i) msg[i] = char(pattern(7, rank, 0, i));
         StepId last = strata::kNoStep;
@@ -574,7 +486,7 @@ TEST(BounceTransfer, ReceiveCopyOutCompletesBeforeItsDependents) {
             last = r.sched.join({look});
         }
         EXPECT_NE(last, strata::kNoStep);
-        ASSERT_EQ(r.sched.run(r.wire.transport()), STRATA_OK);
+        ASSERT_EQ(r.sched.run(r.bounce), STRATA_OK);
         if (rank == 1) {
             EXPECT_EQ(check_bytes(in, 7, 0, 0), "");
             EXPECT_EQ(check_bytes(seen, 7, 0, 0), "") << "a dependent of the receive ran before its copy-out";

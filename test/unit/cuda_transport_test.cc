@@ -3,8 +3,8 @@
 // On a device team (every rank has a CUDA context current, team.cc agree_device),
 // point-to-point of GPU memory between nodes goes one of two ways:
 //  - staged (device_transport STAGED, or AUTO over a transport that is not CUDA-aware):
-//    every send and receive is bounced through page-locked host buffers (engine.cc
-//    Schedule::stage_transfers), so the transport must never see a device pointer;
+//    every send and receive is bounced through page-locked host buffers (btl/p2p.h,
+//    BounceChannel), so the transport must never see a device pointer;
 //  - direct (DIRECT, or AUTO over a CUDA-aware transport): device pointers go straight
 //    to isend/irecv, as to a CUDA-aware MPI.
 // Ranks as threads share one process, where CUDA IPC cannot open a handle of its own

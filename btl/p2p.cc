@@ -1,0 +1,150 @@
+// btl/p2p.cc - point-to-point channels (see p2p.h).
+#include "btl/p2p.h"
+
+#include "common.h"
+
+namespace strata {
+
+Status TransportChannel::isend(const void *buf, size_t bytes, int peer, int tag, void **req) {
+    return tp_.isend(tp_.ctx, buf, bytes, peer, tag, req) == 0 ? STRATA_OK : fail(STRATA_ERR_COMM, "isend");
+}
+
+Status TransportChannel::irecv(void *buf, size_t bytes, int peer, int tag, void **req) {
+    return tp_.irecv(tp_.ctx, buf, bytes, peer, tag, req) == 0 ? STRATA_OK : fail(STRATA_ERR_COMM, "irecv");
+}
+
+Status TransportChannel::test(void *req, bool *done) {
+    int d = 0;
+    const int rc = tp_.test(tp_.ctx, req, &d);
+    if (rc != 0)  // a peer sent more than this rank expects (sizes differ), or the transport failed
+        return rc == STRATA_ERR_TRUNCATE ? STRATA_ERR_TRUNCATE : fail(STRATA_ERR_COMM, "request test");
+    *done = d != 0;
+    return STRATA_OK;
+}
+
+void TransportChannel::cancel(void *req, bool recv) {
+    if (tp_.cancel) tp_.cancel(tp_.ctx, req, recv ? 1 : 0);
+}
+
+BounceChannel::~BounceChannel() {
+    for (const Buf &b : free_) dom_.release_host(b.ptr);
+    for (Req *r : spare_) delete r;
+}
+
+Status BounceChannel::take(size_t bytes, Buf *b) {
+    size_t best = free_.size();  // the smallest free buffer that fits
+    for (size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].bytes >= bytes && (best == free_.size() || free_[i].bytes < free_[best].bytes)) best = i;
+    if (best < free_.size()) {
+        *b = free_[best];
+        free_[best] = free_.back();
+        free_.pop_back();
+        return STRATA_OK;
+    }
+    size_t n = size_t(64) << 10;
+    while (n < bytes) n *= 2;
+    void *p = nullptr;
+    if (dom_.alloc_host(n, &p) != STRATA_OK) return fail(STRATA_ERR_NOMEM, "bounce buffer for the staged transport");
+    *b = Buf{static_cast<char *>(p), n};
+    return STRATA_OK;
+}
+
+BounceChannel::Req *BounceChannel::new_req() {
+    if (spare_.empty()) return new Req{};
+    Req *r = spare_.back();
+    spare_.pop_back();
+    return r;
+}
+
+void BounceChannel::drop(Req *r) {
+    give(r->bounce);
+    spare_.push_back(r);
+}
+
+Status BounceChannel::isend(const void *buf, size_t bytes, int peer, int tag, void **req) {
+    Req *r = new_req();
+    *r = Req{false, Req::Phase::Copy, const_cast<void *>(buf), bytes, peer, tag, {}, Ticket{}, nullptr};
+    Status st = take(bytes, &r->bounce);
+    if (st == STRATA_OK) st = dom_.copy(r->bounce.ptr, buf, bytes, &r->ticket);
+    if (st != STRATA_OK) {
+        if (r->bounce.ptr) give(r->bounce);
+        spare_.push_back(r);
+        return st;
+    }
+    *req = r;
+    return STRATA_OK;
+}
+
+Status BounceChannel::irecv(void *buf, size_t bytes, int peer, int tag, void **req) {
+    Req *r = new_req();
+    *r = Req{true, Req::Phase::Transfer, buf, bytes, peer, tag, {}, Ticket{}, nullptr};
+    Status st = take(bytes, &r->bounce);
+    if (st == STRATA_OK) st = inner_.irecv(r->bounce.ptr, bytes, peer, tag, &r->inner);
+    if (st != STRATA_OK) {
+        if (r->bounce.ptr) give(r->bounce);
+        spare_.push_back(r);
+        return st;
+    }
+    *req = r;
+    return STRATA_OK;
+}
+
+// A send copies, then transfers; a receive transfers, then copies (Phase::Copy after).
+Status BounceChannel::test(void *req, bool *done) {
+    Req *r = static_cast<Req *>(req);
+    *done = false;
+    bool step_done = false;
+    if (r->phase == Req::Phase::Copy) {
+        const Status st = dom_.poll(&r->ticket, &step_done);
+        if (st != STRATA_OK) {
+            drop(r);
+            return st;
+        }
+        if (!step_done) return STRATA_OK;
+        if (r->recv) {
+            drop(r);
+            *done = true;
+            return STRATA_OK;
+        }
+        r->phase = Req::Phase::Transfer;
+        const Status sent = inner_.isend(r->bounce.ptr, r->bytes, r->peer, r->tag, &r->inner);
+        if (sent != STRATA_OK) {
+            drop(r);
+            return sent;
+        }
+        return STRATA_OK;
+    }
+    const Status st = inner_.test(r->inner, &step_done);
+    if (st != STRATA_OK) {
+        drop(r);
+        return st;
+    }
+    if (!step_done) return STRATA_OK;
+    if (!r->recv) {
+        drop(r);
+        *done = true;
+        return STRATA_OK;
+    }
+    r->phase = Req::Phase::Copy;
+    const Status copied = dom_.copy(r->user, r->bounce.ptr, r->bytes, &r->ticket);
+    if (copied != STRATA_OK) {
+        drop(r);
+        return copied;
+    }
+    return STRATA_OK;
+}
+
+void BounceChannel::cancel(void *req, bool recv) {
+    Req *r = static_cast<Req *>(req);
+    (void)recv;
+    if (r->phase == Req::Phase::Transfer) {
+        inner_.cancel(r->inner, r->recv);
+    } else {
+        bool done = false;
+        while (dom_.poll(&r->ticket, &done) == STRATA_OK && !done) {
+        }
+    }
+    drop(r);
+}
+
+}  // namespace strata

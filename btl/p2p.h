@@ -1,0 +1,91 @@
+// btl/p2p.h - point-to-point channels: how a message goes from one rank to another.
+//
+// The engine sends and receives through a P2PChannel and knows nothing else of it.
+// Today there are two:
+//  - TransportChannel: the glue's callbacks (strata_transport_t; in Open MPI, the PML
+//    on the communicator, coll_strata_p2p.c);
+//  - BounceChannel: device memory over a channel that cannot touch it. Each message
+//    goes through a page-locked host buffer: the device-to-host copy runs before
+//    the inner send starts, the host-to-device copy after the inner receive ends.
+//    Messages are independent requests, so one message's copy overlaps another's
+//    transfer (a pipeline's segments are separate messages).
+// A new channel (UCX, GPUDirect RDMA puts) implements this interface; the team picks
+// the channel its schedules run over (Team::p2p).
+#ifndef STRATA_BTL_P2P_H
+#define STRATA_BTL_P2P_H
+
+#include <cstddef>
+#include <vector>
+
+#include "mem/domain.h"
+#include "strata.h"
+
+namespace strata {
+
+class P2PChannel {
+public:
+    virtual ~P2PChannel() = default;
+    // Start moving bytes at buf to / from peer with tag; *req names the transfer until
+    // test() says it is done.
+    virtual Status isend(const void *buf, size_t bytes, int peer, int tag, void **req) = 0;
+    virtual Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) = 0;
+    // *done once the transfer is complete (req is then released). An error releases
+    // req too: STRATA_ERR_TRUNCATE when the message was larger than the receive.
+    virtual Status test(void *req, bool *done) = 0;
+    // Gives up a transfer test() has not completed: nothing of it touches memory after.
+    virtual void cancel(void *req, bool recv) = 0;
+};
+
+class TransportChannel : public P2PChannel {
+public:
+    explicit TransportChannel(const strata_transport_t &tp) : tp_(tp) {}
+    Status isend(const void *buf, size_t bytes, int peer, int tag, void **req) override;
+    Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
+    Status test(void *req, bool *done) override;
+    void cancel(void *req, bool recv) override;
+
+private:
+    strata_transport_t tp_;
+};
+
+class BounceChannel : public P2PChannel {
+public:
+    // dom copies between device memory and its page-locked host memory.
+    BounceChannel(P2PChannel &inner, MemDomain &dom) : inner_(inner), dom_(dom) {}
+    ~BounceChannel() override;
+    BounceChannel(const BounceChannel &) = delete;
+    BounceChannel &operator=(const BounceChannel &) = delete;
+    Status isend(const void *buf, size_t bytes, int peer, int tag, void **req) override;
+    Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
+    Status test(void *req, bool *done) override;
+    void cancel(void *req, bool recv) override;
+
+private:
+    struct Buf {
+        char *ptr;
+        size_t bytes;
+    };
+    struct Req {
+        bool recv;
+        enum class Phase { Copy, Transfer } phase;
+        void *user;     // the device buffer
+        size_t bytes;
+        int peer, tag;
+        Buf bounce;
+        Ticket ticket;  // the copy (Phase::Copy)
+        void *inner;    // the inner request (Phase::Transfer)
+    };
+    Status take(size_t bytes, Buf *b);  // a host buffer of at least bytes, kept for reuse
+    void give(const Buf &b) { free_.push_back(b); }
+    Req *new_req();
+    void drop(Req *r);
+
+    P2PChannel &inner_;
+    MemDomain &dom_;
+    std::vector<Buf> free_;    // host buffers not in use
+    std::vector<Req *> spare_;  // request records not in use
+};
+
+}  // namespace strata
+
+#endif
