@@ -8,6 +8,7 @@
 //
 //   copy-in -> READY -> reduce all local inputs into recvbuf -> rail RD -> DONE
 #include "algo/algo.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -27,6 +28,9 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
     // Rails this rank serves: j, j + L, ... < lmax. Each needs a tmp; the extra
     // ones also a private copy of the node sum.
     const int nrails = (lmax - 1 - j) / L + 1;
+    // Every rank reads every node peer's whole input, so through the slots only: in
+    // place, a rank could return while a peer still reads its buffer.
+    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, false);
     char *scratch = c.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * sg.bytes);
     if (!scratch) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
@@ -41,12 +45,7 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
         if (L == 1) {  // alone on the node: the node sum is the input
             summed = s.copy(dom, out, sbuf + off * es, cnt * es, {free});
         } else {
-            const StepId copied = s.copy(dom, team.slot(j, g, 0), sbuf + off * es, cnt * es, {free});
-            s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-            const StepId ready = c.wait_all(kFlagReady, g + 1, j);
-            std::vector<const void *> srcs;
-            for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
-            summed = s.reduce(dom, out, srcs, cnt, a.dtype, a.op, {ready, copied});
+            summed = inputs.reduce(out, g, off, off, cnt, a.op, {inputs.ready(g, off, cnt, free)});
         }
 
         // The extra rails take their copy of the node sum before this rank's own

@@ -8,16 +8,25 @@ NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dt
     if (try_in_place) decided_ = c.map_peers(buf, bytes);
 }
 
-StepId NodeInputs::ready(uint64_t g, size_t off, size_t cnt, StepId free) {
+StepId NodeInputs::publish(uint64_t g, size_t off, size_t cnt, StepId free) {
     Schedule &s = c_.schedule();
     Team &team = c_.team();
     const int j = team.layout().my_local();
     if (decided_ != kNoStep) s.when(decided_, false);
     const StepId copied = s.copy(team.domain(), team.slot(j, g, 0), buf_ + off * es_, cnt * es_, {free});
-    s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-    const StepId slots = c_.wait_all(kFlagReady, g + 1, j, {copied});
+    const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
     s.always();
-    return decided_ == kNoStep ? slots : s.join({slots, free, decided_});
+    return decided_ == kNoStep ? raised : s.join({raised, free, decided_});
+}
+
+StepId NodeInputs::ready(uint64_t g, size_t off, size_t cnt, StepId free) {
+    Schedule &s = c_.schedule();
+    const int j = c_.team().layout().my_local();
+    const StepId published = publish(g, off, cnt, free);
+    if (decided_ != kNoStep) s.when(decided_, false);
+    const StepId slots = c_.wait_all(kFlagReady, g + 1, j, {published});
+    s.always();
+    return decided_ == kNoStep ? slots : s.join({slots, published});
 }
 
 StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n, strata_op_t op,

@@ -29,9 +29,13 @@ public:
     // whether to map peers (team.zero_copy() said so, the same on the node).
     NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place);
 
-    // Step after which every local rank's elements [off, off + cnt) of segment g can
-    // be read (through the slots: this rank's copy is in its slot and every peer's
-    // READY is seen), once `free` (the stage of g is free) completes.
+    // Publishes this rank's elements [off, off + cnt) of segment g for its node
+    // peers once `free` (the stage of g is free) completes: through the slots, a copy
+    // into its slot and READY; in place, nothing (its buffer is read where it is).
+    // Returns the step that ends it.
+    StepId publish(uint64_t g, size_t off, size_t cnt, StepId free);
+    // publish(), then the step after which every local rank's elements of segment g
+    // can be read (through the slots: every peer's READY is seen).
     StepId ready(uint64_t g, size_t off, size_t cnt, StepId free);
     // dst <- op over every local rank's elements [lo, lo + n) (lo >= off, the
     // segment's first element), after deps.

@@ -19,6 +19,7 @@
 // (large messages).
 // Non-root ranks never touch recvbuf (it may be NULL).
 #include "algo/algo.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -59,23 +60,19 @@ static Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
     char *tmp = agent ? c.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
     if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
 
+    // Through the slots: a rank that only publishes returns before the agent reads.
+    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, false);
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
-        char *in = team.slot(j, g, 0);
 
         const StepId free = c.stage_free(g);
-        const StepId copied = s.copy(dom, in, sbuf + off * es, cnt * es, {free});
-        const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
         if (!agent) {  // the agent's DONE guards this slot from here on
-            s.signal(team.flag(j, kFlagDone), g + 1, {raised});
+            s.signal(team.flag(j, kFlagDone), g + 1, {inputs.publish(g, off, cnt, free)});
             continue;
         }
         char *res = team.slot(j, g, 1);
-        const StepId ready = c.wait_all(kFlagReady, g + 1, j);
-        std::vector<const void *> srcs;
-        for (int r = 0; r < L; ++r) srcs.push_back(team.slot(r, g, 0));
-        StepId last = s.reduce(dom, res, srcs, cnt, a.dtype, a.op, {ready, copied});
+        StepId last = inputs.reduce(res, g, off, off, cnt, a.op, {inputs.ready(g, off, cnt, free)});
 
         // Fold in each child's partial sum (one tag per segment: the pair is unique).
         const int tag = c.tag(k);
