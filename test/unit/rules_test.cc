@@ -233,4 +233,20 @@ TEST(Rules, LoadReadsAFileAndNamesItInErrors) {
     EXPECT_EQ(load_rules(nullptr, &r, &error), STRATA_ERR_ARG);
 }
 
+// What perf/strata-tune wrote on the development machine (docs/rules.md): the
+// format the tuner writes is the format the core reads.
+TEST(Rules, TheTunersOutputLoads) {
+    std::string path = __FILE__;
+    path = path.substr(0, path.rfind('/') + 1) + "rules_tuned.txt";
+    Rules r;
+    std::string error;
+    ASSERT_EQ(load_rules(path.c_str(), &r, &error), STRATA_OK) << error;
+    ASSERT_FALSE(r.empty());
+    // Written for 2 nodes of 2 ranks in host memory, from 1K to 4M.
+    EXPECT_NE(r.choose(STRATA_COLL_ALLREDUCE, 4 * K, 2, 2, false, nullptr), nullptr);
+    EXPECT_NE(r.choose(STRATA_COLL_BCAST, 4 * M, 2, 2, false, nullptr), nullptr);
+    EXPECT_EQ(r.choose(STRATA_COLL_ALLREDUCE, 4 * K, 2, 2, true, nullptr), nullptr);
+    EXPECT_EQ(r.choose(STRATA_COLL_ALLREDUCE, 4 * K, 4, 2, false, nullptr), nullptr);
+}
+
 }  // namespace
