@@ -134,6 +134,7 @@ typedef struct strata_config {
     double timeout;                 /* seconds without progress before a call fails; 0: wait for ever */
     int check_args;                 /* agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
+    const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */

@@ -57,6 +57,9 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .output = -1,
 };
 
+/* coll_strata_rules_file: the path only (the core reads the file at team creation) */
+static char *mca_coll_strata_rules_file;
+
 /* Registers <coll>_algorithm with an enum {auto, <the core's table>}. */
 static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t coll)
 {
@@ -231,6 +234,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->timeout = d->timeout;
     cs->check_args = 0 != d->check_args;
     cs->lazy_calls = d->lazy_calls;
+    mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
 }
 
 static int mca_coll_strata_register(void)
@@ -241,6 +245,7 @@ static int mca_coll_strata_register(void)
     char desc[1024];
     int coll;
 
+    memset(&defaults, 0, sizeof defaults);   /* a field the core's defaults leave alone reads 0/NULL */
     strata_config_defaults(&defaults);
     take_core_defaults(cs, &defaults);
 
@@ -355,6 +360,17 @@ static int mca_coll_strata_register(void)
         "README for the measured cost); for debugging erroneous programs",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->check_args);
+    (void) mca_base_component_var_register(c, "rules_file",
+        "A file of rules that choose each collective's algorithm by message size, number of "
+        "nodes, ranks per node and memory (host or device), one rule per line, the first "
+        "matching line winning; perf/strata-tune writes one for a machine (format: "
+        "docs/rules.md). Every rank reads it when a communicator is created; a malformed "
+        "file is reported once with its line number, and if any rank's rules are missing, "
+        "malformed or differ from the others', every rank uses the built-in rules. Calls "
+        "that no line matches use the built-in rules; <collective>_algorithm, when not auto, "
+        "overrides both. Empty (the default): built-in rules only",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL,
+        &mca_coll_strata_rules_file);
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         register_algorithm_var(c, (strata_coll_t) coll);
     }
@@ -421,6 +437,8 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
     cfg->check_args = cs->check_args ? 1 : 0;
     cfg->lazy_calls = cs->lazy_calls;
+    cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])
+                          ? mca_coll_strata_rules_file : NULL;
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */
