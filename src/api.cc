@@ -1,8 +1,11 @@
 // src/api.cc - the C API: teams, tables, collectives.
+#include <atomic>
+#include <climits>
 #include <new>
 #include <vector>
 
 #include "algo/algo.h"
+#include "algo/rules.h"
 #include "call.h"
 #include "mem/domain.h"
 #include "mem/ops.h"
@@ -10,6 +13,17 @@
 #include "copies.h"
 
 namespace strata {
+
+// A team as the core keeps it: the Team and the rules of coll_strata_rules_file,
+// read by each rank when the team is created (Team is below the algorithms layer
+// and cannot hold them). Every Team the core runs comes from strata_team_create.
+struct CoreTeam final : Team {
+    using Team::Team;
+    Rules rules;
+    std::string rules_path;   // coll_strata_rules_file ("" when none)
+    std::string rules_error;  // why this rank has none ("" when it read them)
+    bool rules_said = false;  // the outcome of the agreement was logged
+};
 
 namespace {
 // FNV-1a over what MPI requires to match on every rank.
@@ -57,6 +71,58 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
     }
 }
 
+namespace {
+// Each rank reads the file alone; setup agrees on its hash (Team::expect_same), and
+// a team whose ranks disagree, or where one could not read it, uses the built-in
+// rules everywhere. Without a file every rank holds the same (empty) rules.
+void load_team_rules(CoreTeam &t, const char *path) {
+    bool ok = true;
+    t.rules_path = path ? path : "";
+    if (path != nullptr) ok = load_rules(path, &t.rules, &t.rules_error) == STRATA_OK;
+    t.expect_same(t.rules.hash(), ok);
+}
+
+// Once per team, after the setup that agreed on the rules: the lowest rank that could
+// not read them says why, rank 0 says whether the team uses them. A warning is given
+// once per process, not for every communicator.
+void say_rules(CoreTeam &t) {
+    static std::atomic<bool> warned{false};
+    t.rules_said = true;
+    const char *path = t.rules_path.empty() ? "none" : t.rules_path.c_str();
+    if (t.same_everywhere()) {
+        if (t.rank() == 0 && !t.rules_path.empty())
+            log(1, "rules from %s: %zu line(s), hash %016llx, the same on every rank", path, t.rules.size(),
+                (unsigned long long)t.rules.hash());
+        return;
+    }
+    if (t.first_not_ok() == t.rank() && !warned.exchange(true))
+        log(0, "coll_strata_rules_file: %s; every rank uses the built-in rules", t.rules_error.c_str());
+    else if (t.first_not_ok() == INT_MAX && t.rank() == 0 && !warned.exchange(true))
+        log(0, "coll_strata_rules_file: the rules differ between ranks (rank 0 read %s, hash %016llx); every "
+               "rank uses the built-in rules",
+            path, (unsigned long long)t.rules.hash());
+}
+
+// The algorithm for a call the settings leave open: the first matching line of the
+// rules file, else the table's built-in rule. Agreed: the rules are the same on every
+// rank (setup) and so is all they look at (call_bytes, layout, the team's memory).
+// *line: the rule's line in the file (0: the built-in rule). A rule's segment size is
+// not applied (docs/rules.md).
+int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable &table, const CollArgs &a,
+                     int *line) {
+    *line = 0;
+    if (t.same_everywhere() && !t.rules.empty()) {
+        const Rule *r = t.rules.match(coll, call_bytes(coll, t, a), t.layout().nnodes(),
+                                      t.layout().max_local_size(), t.device());
+        if (r != nullptr) {
+            *line = r->line;
+            return table.find(r->algorithm.c_str());
+        }
+    }
+    return table.find(table.choose(t, a));
+}
+}  // namespace
+
 // Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
 // counts and logs the call.
 // Every decision before begin_call depends only on agreed values (setup, settings,
@@ -69,6 +135,8 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     }
     Status st = team.ensure_setup();
     if (st != STRATA_OK) return st;
+    CoreTeam &core = static_cast<CoreTeam &>(team);
+    if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return STRATA_FALLBACK;
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
@@ -87,9 +155,9 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
         if (st != STRATA_OK) return st;
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
-    int alg = team.config().algorithm[coll];
-    if (alg < 0 || alg >= table.count) alg = table.find(table.choose(team, args));
-    if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the built-in rule named no algorithm of the table");
+    int alg = team.config().algorithm[coll], rule_line = 0;
+    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
+    if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
 
     Call &call = team.blocking_call();
     STRATA_CHECK(team.begin_call(call, coll, uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig));
@@ -119,9 +187,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     if (st != STRATA_OK) return failed(st, table.algorithms[alg].name);
     STRATA_CHECK(team.end_call());
     team.count_call(coll, alg, table.algorithms[alg].name);
-    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s", strata_coll_name(coll),
+    char from_rule[48] = "";
+    if (rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", rule_line);
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s", strata_coll_name(coll),
         args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
-        table.algorithms[alg].name, team.device() ? " in GPU memory" : "",
+        table.algorithms[alg].name, from_rule,
+        team.device() ? " in GPU memory" : "",
         call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
         !copied ? "" : team.device() ? ", host buffers staged through the GPU"
                                      : ", device buffers staged through host");
@@ -148,6 +219,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->timeout = 0;
     cfg->check_args = 0;
     cfg->lazy_calls = 4;
+    cfg->rules_file = nullptr;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
@@ -207,8 +279,9 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
         log(0, "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
         return STRATA_ERR_ARG;
     }
-    Team *t = new (std::nothrow) Team(rank, size, node_key, *transport, *cfg);
+    CoreTeam *t = new (std::nothrow) CoreTeam(rank, size, node_key, *transport, *cfg);
     if (!t) return STRATA_ERR_NOMEM;
+    load_team_rules(*t, cfg->rules_file);
     *team = t;
     return STRATA_OK;
 }

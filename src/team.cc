@@ -138,7 +138,19 @@ Status Team::ensure_setup() {
     if (local == STRATA_OK) raise_flags(kCallSpan - 1);
     const bool own_failure = local != STRATA_OK && !shm_.error().empty();
     int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
-    if (tp_.agree_min(tp_.ctx, &first_failed, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    // The same round agrees on expect_same(): [1] the lowest rank not ok, then the
+    // value in three pieces of at most 31 bits, each as its minimum and (INT_MAX -
+    // piece) as its maximum; equal everywhere when every minimum is its maximum.
+    int agreed[8] = {first_failed, same_ok_ ? INT_MAX : rank_};
+    for (int i = 0; i < 3; ++i) {
+        agreed[2 + i] = int((same_value_ >> (31 * i)) & 0x7fffffff);
+        agreed[5 + i] = INT_MAX - agreed[2 + i];
+    }
+    if (tp_.agree_min(tp_.ctx, agreed, 8) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    first_failed = agreed[0];
+    first_not_ok_ = agreed[1];
+    same_everywhere_ = first_not_ok_ == INT_MAX;
+    for (int i = 0; i < 3; ++i) same_everywhere_ = same_everywhere_ && agreed[2 + i] == INT_MAX - agreed[5 + i];
     shm_.unlink();  // every local peer has attached or given up by now
     if (first_failed != INT_MAX) {
         setup_ = Setup::Failed;

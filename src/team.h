@@ -6,6 +6,7 @@
 #ifndef STRATA_TEAM_H
 #define STRATA_TEAM_H
 
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,18 @@ public:
     // them, so that a communicator that lives for a few small calls costs no shared
     // memory setup. True: hand this call back. The same answer on every rank.
     bool defer_setup(size_t call_bytes);
+    // A value that must be equal on every rank for schedules to match, which each
+    // rank derives alone (the core: the hash of the rules file it read, algo/rules.h);
+    // ok: this rank could derive it. Set before the first call. Setup agrees on it in
+    // the agreement it makes anyway: afterwards same_everywhere() is true on every
+    // rank exactly when every rank was ok with one value, and first_not_ok() is the
+    // lowest rank that was not ok (INT_MAX: none), the one to say why.
+    void expect_same(uint64_t value, bool ok) {
+        same_value_ = value;
+        same_ok_ = ok;
+    }
+    bool same_everywhere() const { return same_everywhere_; }
+    int first_not_ok() const { return first_not_ok_; }
 
     const Layout &layout() const { return layout_; }
     const strata_config_t &config() const { return cfg_; }
@@ -147,6 +160,9 @@ private:
     uint64_t setup_calls_ = 0;
     int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
+    uint64_t same_value_ = 0;    // expect_same()
+    bool same_ok_ = true, same_everywhere_ = false;
+    int first_not_ok_ = INT_MAX;
     Layout layout_;
     ShmChannel shm_;
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
