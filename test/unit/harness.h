@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "mem/classify.h"
@@ -194,6 +195,22 @@ inline bool make_gpu0_current(std::string *why) {
     }
     return true;
 }
+
+// A scratch file holding text, removed when it goes.
+struct TempFile {
+    std::string path;
+    explicit TempFile(const std::string &text) {
+        char tmpl[] = "/tmp/strata_test_XXXXXX";
+        const int fd = mkstemp(tmpl);
+        path = tmpl;
+        if (fd >= 0) {
+            ok = write(fd, text.data(), text.size()) == ssize_t(text.size());
+            close(fd);
+        }
+    }
+    ~TempFile() { unlink(path.c_str()); }
+    bool ok = false;  // the file holds the text
+};
 
 }  // namespace strata_test
 

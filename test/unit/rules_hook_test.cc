@@ -13,21 +13,7 @@
 
 namespace {
 
-// A scratch file, removed at the end of the test.
-struct RulesFile {
-    std::string path;
-    explicit RulesFile(const std::string &text) {
-        char tmpl[] = "/tmp/strata_rules_XXXXXX";
-        const int fd = mkstemp(tmpl);
-        EXPECT_GE(fd, 0);
-        path = tmpl;
-        if (fd >= 0) {
-            EXPECT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
-            close(fd);
-        }
-    }
-    ~RulesFile() { unlink(path.c_str()); }
-};
+using RulesFile = strata_test::TempFile;
 
 // Two nodes of two ranks; rank r reads paths[r] (nullptr: none). Each rank makes a
 // 64-byte and a 64 KiB float allreduce and reports the algorithms that ran ("a b"),

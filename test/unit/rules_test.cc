@@ -9,6 +9,7 @@
 
 #include "algo/algo.h"
 #include "algo/rules.h"
+#include "harness.h"
 
 using strata::parse_rules;
 using strata::load_rules;
@@ -193,21 +194,7 @@ TEST(Rules, HashFollowsContentNotText) {
     for (const char *o : others) EXPECT_NE(parsed(o).hash(), h) << o;
 }
 
-// A scratch file, removed at the end of the test.
-struct TempFile {
-    std::string path;
-    explicit TempFile(const std::string &text) {
-        char tmpl[] = "/tmp/strata_rules_XXXXXX";
-        const int fd = mkstemp(tmpl);
-        EXPECT_GE(fd, 0);
-        path = tmpl;
-        if (fd >= 0) {
-            EXPECT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
-            close(fd);
-        }
-    }
-    ~TempFile() { unlink(path.c_str()); }
-};
+using TempFile = strata_test::TempFile;
 
 TEST(Rules, LoadReadsAFileAndNamesItInErrors) {
     TempFile good(kGood);
