@@ -177,7 +177,8 @@ class Machine:
         self.flag_us = float(m["flag_us"])
         self.cores = m.get("cores")                       # CPUs all ranks share (host runs)
         self.transfer_holds_cpu = bool(m.get("transfer_holds_cpu", False))
-        self.zero_copy_above = m.get("zero_copy_above")   # device teams: copy-in steps vanish
+        self.zero_copy_above = m.get("zero_copy_above")   # host dumps: copy-in steps vanish
+        self.direct_transfers = bool(m.get("direct_transfers", False))  # bounce copies vanish
         self.levels = {}
         for lv in ("intra", "inter"):
             spec = m["levels"][lv]
@@ -192,8 +193,10 @@ class Machine:
         self.peer = Rate(m["peer_GBps"]) if "peer_GBps" in m else None
 
     def footprint(self, job, ranks_here):
-        """Bytes a call touches on the host (send and receive buffers of every rank on it)."""
-        return 2.0 * max(job.bytes, 1) * ranks_here
+        """Bytes a call touches on the host: the user buffers of every rank on it."""
+        per_rank = {"bcast": 1.0, "allgather": 1.0 + 1.0 / job.size,
+                    "reduce_scatter": 1.0 + 1.0 / job.size}.get(job.coll, 2.0)
+        return per_rank * max(job.bytes, 1) * ranks_here
 
     def copy_us(self, nbytes, remote, foot):
         t = self.copy.us(nbytes, foot)
@@ -221,11 +224,14 @@ class Result:
         self.busy = busy            # {"engine", "net", "cpu": us} of the busiest rank each
 
 
-def _remote_readers(steps, rank):
-    """Per copy/reduce step: how many node peers' memory it reads. A step reads a peer's
-    memory when it follows (through joins) a wait on that peer's flag other than 'done'
-    (done guards reuse of a stage, it carries no data)."""
-    owners_memo = {}
+def _remote_readers(steps, rank, local_size):
+    """Per copy/reduce step: how many node peers' memory it reads (the dump does not
+    say; this infers it). A step reads a peer's memory when it follows (through joins)
+    a wait on that peer's flag other than 'done' (done guards reuse of a stage and
+    carries no data). A reduction that no receive feeds, on a node of several ranks, is
+    a node reduction: it reads srcs - 1 peers' data (on a device team that maps its
+    peers' buffers no wait precedes it)."""
+    owners_memo, fed_memo = {}, {}
 
     def owners(i):
         if i in owners_memo:
@@ -241,12 +247,38 @@ def _remote_readers(steps, rank):
         owners_memo[i] = out
         return out
 
+    def fed_by_recv(i):
+        if i not in fed_memo:
+            fed_memo[i] = False
+            fed_memo[i] = any(steps[d]["kind"] == "recv" or
+                              (steps[d]["kind"] in ("nop", "copy") and fed_by_recv(d))
+                              for d in steps[i].get("deps", []))
+        return fed_memo[i]
+
     remote = {}
     for i, s in enumerate(steps):
-        if s["kind"] in ("copy", "reduce"):
-            n = len(owners(i))
-            remote[i] = min(n, max(s.get("srcs", 1) - 1, 1)) if s["kind"] == "reduce" else (1 if n else 0)
+        if s["kind"] == "copy":
+            remote[i] = 1 if owners(i) else 0
+        elif s["kind"] == "reduce":
+            peers = s.get("srcs", 1) - 1
+            node = peers if local_size > 1 and not fed_by_recv(i) else 0
+            remote[i] = min(peers, max(len(owners(i)), node))
     return remote
+
+
+def _staging_copies(steps):
+    """Bounce copies of a staged transport (src/engine.cc): the copy a send depends on
+    alone, and the copy that depends on a receive alone, of the same size."""
+    out = set()
+    for i, s in enumerate(steps):
+        deps = s.get("deps", [])
+        if s["kind"] == "send" and len(deps) == 1 and steps[deps[0]]["kind"] == "copy" \
+                and steps[deps[0]].get("bytes") == s.get("bytes"):
+            out.add(deps[0])
+        if s["kind"] == "copy" and len(deps) == 1 and steps[deps[0]]["kind"] == "recv" \
+                and steps[deps[0]].get("bytes") == s.get("bytes"):
+            out.add(i)
+    return out
 
 
 def _copy_ins(steps, rank):
@@ -280,8 +312,9 @@ def simulate(job, mc):
     mc = mc.for_ranks(n)
     node_of = [m["node"] for m in job.meta]
     foot = mc.footprint(job, n if not mc.device else 1)
-    zero_copy = (mc.device and mc.zero_copy_above is not None and job.bytes > mc.zero_copy_above
-                 and (job.coll, job.alg) in ZERO_COPY_ALGS)
+    # A host team's schedule replayed as a device team's (the dump says which it is).
+    zero_copy = (mc.device and not job.meta[0].get("device") and mc.zero_copy_above is not None
+                 and job.bytes > mc.zero_copy_above and (job.coll, job.alg) in ZERO_COPY_ALGS)
     shared_engine = not mc.device
 
     steps = job.steps
@@ -291,9 +324,12 @@ def simulate(job, mc):
         for i, s in enumerate(steps[r]):
             for d in s.get("deps", []):
                 users[r][d].append(i)
-    remote = [_remote_readers(steps[r], r) for r in range(n)]
+    remote = [_remote_readers(steps[r], r, job.meta[r]["local_size"]) for r in range(n)]
     free_copy = [(_copy_ins(steps[r], r) if zero_copy and job.meta[r]["local_size"] > 1 else set())
                  for r in range(n)]
+    if mc.direct_transfers:  # a device-aware transport: the bounce copies do not exist
+        for r in range(n):
+            free_copy[r] |= _staging_copies(steps[r])
 
     # Sends and receives pair up in schedule order per (sender, receiver, tag).
     sendq, pair = defaultdict(list), {}
