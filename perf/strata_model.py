@@ -120,16 +120,17 @@ class Tiered:
         else:
             self.fx, self.rates = [0.0], [Rate(spec["GBps"])]
 
-    def us(self, nbytes, footprint):
-        """Microseconds to move nbytes (of traffic) in steps of nbytes."""
+    def us(self, traffic, step_bytes, footprint):
+        """Microseconds to move `traffic` bytes in a step of `step_bytes` (the size the
+        rate tables are keyed by) in a call that touches `footprint` bytes."""
         x = math.log2(max(footprint, 1))
         i = bisect.bisect_left(self.fx, x)
         if i == 0 or len(self.fx) == 1:
-            return nbytes / 1e3 / self.rates[0](nbytes)
+            return traffic / 1e3 / self.rates[0](step_bytes)
         if i >= len(self.fx):
-            return nbytes / 1e3 / self.rates[-1](nbytes)
+            return traffic / 1e3 / self.rates[-1](step_bytes)
         w = (x - self.fx[i - 1]) / (self.fx[i] - self.fx[i - 1])
-        return nbytes / 1e3 * ((1 - w) / self.rates[i - 1](nbytes) + w / self.rates[i](nbytes))
+        return traffic / 1e3 * ((1 - w) / self.rates[i - 1](step_bytes) + w / self.rates[i](step_bytes))
 
 
 def _set(m, dotted, value):
@@ -199,17 +200,17 @@ class Machine:
         return per_rank * max(job.bytes, 1) * ranks_here
 
     def copy_us(self, nbytes, remote, foot):
-        t = self.copy.us(nbytes, foot)
+        t = self.copy.us(nbytes, nbytes, foot)
         if remote and self.peer:
             t = max(t, nbytes / 1e3 / self.peer(nbytes))
         return self.engine_us + t
 
     def reduce_us(self, nbytes, srcs, remote, foot):
         traffic = (srcs + 1) * nbytes  # operands read + result written
-        t = self.reduce.us(traffic, foot)
+        t = self.reduce.us(traffic, nbytes, foot)
         if self.red_wide_ops > 2 and srcs > 2:
             w = min(1.0, (srcs - 2) / float(self.red_wide_ops - 2))
-            t = (1 - w) * t + w * self.reduce_wide.us(traffic, foot)
+            t = (1 - w) * t + w * self.reduce_wide.us(traffic, nbytes, foot)
         if remote and self.peer:
             t = max(t, remote * nbytes / 1e3 / self.peer(nbytes))
         return self.engine_us + t
