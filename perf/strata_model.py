@@ -81,8 +81,23 @@ def load_dumps(dirs):
                   % (key[0], key[1], key[2], len(ranks), size), file=sys.stderr)
             continue
         metas = [{k: v for k, v in ranks[r].items() if k != "steps"} for r in range(size)]
-        jobs.append(Job(key, metas, [ranks[r]["steps"] for r in range(size)]))
+        jobs.append(Job(key, metas, [_one_way(ranks[r]["steps"]) for r in range(size)]))
     return jobs
+
+
+def _one_way(steps):
+    """A schedule that reads node peers' buffers in place where it can builds both ways
+    and decides while it runs (src/engine.h, Schedule::when; the dump marks such steps
+    "when": [decider, want]). The model takes the in-place way, as a device team whose
+    peers' buffers are all shareable does: the other way's steps become nops, and the
+    deciding poll steps cost nothing."""
+    out = []
+    for s in steps:
+        w = s.get("when")
+        if s["kind"] == "poll" or (w is not None and not w[1]):
+            s = {"kind": "nop", "deps": s.get("deps", [])}
+        out.append(s)
+    return out
 
 
 # ---------------------------------------------------------------- machine
@@ -267,21 +282,6 @@ def _remote_readers(steps, rank, local_size):
     return remote
 
 
-def _staging_copies(steps):
-    """Bounce copies of a staged transport (src/engine.cc): the copy a send depends on
-    alone, and the copy that depends on a receive alone, of the same size."""
-    out = set()
-    for i, s in enumerate(steps):
-        deps = s.get("deps", [])
-        if s["kind"] == "send" and len(deps) == 1 and steps[deps[0]]["kind"] == "copy" \
-                and steps[deps[0]].get("bytes") == s.get("bytes"):
-            out.add(deps[0])
-        if s["kind"] == "copy" and len(deps) == 1 and steps[deps[0]]["kind"] == "recv" \
-                and steps[deps[0]].get("bytes") == s.get("bytes"):
-            out.add(i)
-    return out
-
-
 def _copy_ins(steps, rank):
     """Copy steps that only fill this rank's stage for node peers: a signal of this
     rank's 'ready' flag depends on them. On a device team that maps its peers' buffers
@@ -317,6 +317,9 @@ def simulate(job, mc):
     zero_copy = (mc.device and not job.meta[0].get("device") and mc.zero_copy_above is not None
                  and job.bytes > mc.zero_copy_above and (job.coll, job.alg) in ZERO_COPY_ALGS)
     shared_engine = not mc.device
+    # A device team over a transport that cannot touch GPU memory: every message goes
+    # through the bounce channel (btl/p2p.h), which the schedule does not show.
+    bounce = mc.device and not mc.direct_transfers
 
     steps = job.steps
     ndeps = [[len(s.get("deps", [])) for s in r] for r in steps]
@@ -328,9 +331,6 @@ def simulate(job, mc):
     remote = [_remote_readers(steps[r], r, job.meta[r]["local_size"]) for r in range(n)]
     free_copy = [(_copy_ins(steps[r], r) if zero_copy and job.meta[r]["local_size"] > 1 else set())
                  for r in range(n)]
-    if mc.direct_transfers:  # a device-aware transport: the bounce copies do not exist
-        for r in range(n):
-            free_copy[r] |= _staging_copies(steps[r])
 
     # Sends and receives pair up in schedule order per (sender, receiver, tag).
     sendq, pair = defaultdict(list), {}
@@ -397,6 +397,8 @@ def simulate(job, mc):
         lv = "intra" if node_of[sr] == node_of[rr] else "inter"
         lat, bw, eager = mc.levels[lv]
         dur = nbytes / 1e3 / bw(nbytes)
+        if bounce:  # device memory through host buffers: a copy out and a copy in per message
+            dur += 2 * mc.copy_us(nbytes, 0, foot)
         if nbytes <= eager:
             # Eager: the data left when the send was posted; the receive takes it on arrival.
             sent = posted[(sr, si)]

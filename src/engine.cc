@@ -316,6 +316,8 @@ StepInfo Schedule::info(StepId id) const {
     }
     i.deps = &deps_[s.dep_begin];
     i.ndeps = s.dep_count;
+    i.when = s.cond;
+    i.want = s.want;
     return i;
 }
 

@@ -67,6 +67,8 @@ struct StepInfo {
     int srcs = 0;            // reduce: operands (bytes: of each, and of the result)
     const StepId *deps = nullptr;  // the steps it depends on
     uint32_t ndeps = 0;
+    StepId when = kNoStep;   // runs only if step `when` decided `want` (Schedule::when)
+    bool want = false;
 };
 
 // Looks over a run while it makes no progress: the team's failure notices and its

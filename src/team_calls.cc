@@ -194,6 +194,7 @@ void Team::dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg,
         if (i.flag != nullptr && flag_owner(i.flag, &local, &which))
             fprintf(f, ",\"owner\":%d,\"flag\":\"%s\",\"value\":%" PRId64, layout_.rank_at(layout_.my_node(), local),
                     kFlagNames[which], int64_t(i.value));
+        if (i.when != kNoStep) fprintf(f, ",\"when\":[%u,%s]", unsigned(i.when), i.want ? "true" : "false");
         fprintf(f, ",\"deps\":[");
         for (uint32_t d = 0; d < i.ndeps; ++d) fprintf(f, "%s%u", d ? "," : "", unsigned(i.deps[d]));
         fprintf(f, "]}");
