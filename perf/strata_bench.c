@@ -15,7 +15,8 @@
  * to pinned host memory, run the collective on the strata=off communicator, copy the
  * result back to the device; all of it timed. %roof compares strata's busbw with a
  * device-to-device copy measured at the start on every rank at once. No GPU (or no
- * driver): exit 77 with the reason.
+ * driver): exit 77 with the reason. On host buffers, %mcpy compares it the same way
+ * with memcpy (1 to 64 MiB, every rank at once): how far strata is from the limit.
  *
  * When the info key cannot be honoured, run the job twice instead (perf/compare
  * does this): --single prints the strata columns only, once with the component
@@ -264,26 +265,37 @@ static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, M
     return r;
 }
 
-/* ---------------------------------------------------------------- device
- * Device-to-device copy bandwidth, the roofline for device-buffer collectives: the
- * best of a few copies of `bytes`, on every rank at once (ranks that share a GPU share
- * its memory bandwidth, so this is what one rank gets under that sharing), bytes
- * counted once as busbw counts them. The minimum over ranks; 0 if any rank failed. */
+/* ---------------------------------------------------------------- roofline
+ * The copy bandwidth a collective's busbw is compared with: device-to-device copies
+ * for device buffers, memcpy for host buffers. The best of a few copies of `bytes`,
+ * on every rank at once (ranks that share a GPU, or a host's memory, share its
+ * bandwidth, so this is what one rank gets under that sharing), bytes counted once as
+ * busbw counts them. The minimum over ranks; 0 if any rank failed. */
+static int copy_once(void *b, const void *a, size_t bytes)
+{
+    if (on_device) return devbuf_dev_to_dev(b, a, bytes) || devbuf_sync();
+    memcpy(b, a, bytes);
+    return 0;
+}
+
 static double roofline(size_t bytes, MPI_Comm ctl)
 {
-    void *a = devbuf_alloc(bytes), *b = devbuf_alloc(bytes);
-    int ok = a && b && !devbuf_dev_to_dev(b, a, bytes) && !devbuf_sync();   /* warm up */
+    void *a = on_device ? devbuf_alloc(bytes) : malloc(bytes);
+    void *b = on_device ? devbuf_alloc(bytes) : malloc(bytes);
+    if (!on_device && a && b) memset(a, 1, bytes), memset(b, 0, bytes);   /* pages in */
+    int ok = a && b && !copy_once(b, a, bytes);   /* warm up */
     double best = 0, bw = 0, all;
     for (int k = 0; k < 10; k++) {
         MPI_Barrier(ctl);
         if (!ok) continue;
         double t0 = MPI_Wtime();
-        ok = !devbuf_dev_to_dev(b, a, bytes) && !devbuf_sync();
+        ok = !copy_once(b, a, bytes);
         double t = MPI_Wtime() - t0;
         if (best == 0 || t < best) best = t;
     }
     if (ok && best > 0) bw = (double)bytes / best / 1e9;
-    devbuf_free(a); devbuf_free(b);
+    if (on_device) devbuf_free(a), devbuf_free(b);
+    else free(a), free(b);
     MPI_Allreduce(&bw, &all, 1, MPI_DOUBLE, MPI_MIN, ctl);
     return all;
 }
@@ -351,7 +363,12 @@ static void print_header(MPI_Comm ctl, double roof, int sharing, size_t used_at_
     if (!on_device) {
         printf("# strata: MPI_COMM_WORLD dup; base: %s\n", single ? "(not in this run: --single)"
                : "MPI_Comm_dup_with_info(strata=off) in the same job");
-        printf("# time = max over ranks of the mean per call; ratio = base time / strata time\n#\n");
+        printf("# time = max over ranks of the mean per call; ratio = base time / strata time\n");
+        if (roof > 0)
+            printf("# roofline: memcpy %.1f GB/s per rank (measured, every rank at once)\n"
+                   "# %%mcpy = strata busbw / roofline * 100\n#\n", roof);
+        else
+            printf("#\n");
     } else {
         printf("# device: rank 0 on GPU %d (%s); device memory in use at start: %zu bytes\n",
                devbuf_device(), devbuf_name(), used_at_start);
@@ -369,13 +386,13 @@ static void print_header(MPI_Comm ctl, double roof, int sharing, size_t used_at_
     }
     if (single)
         printf("# %10s %11s %7s %5s %11s %11s %11s %7s%s\n", "size(B)", "count", "type", "op",
-               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", on_device ? "  %roof" : "");
+               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", on_device ? "  %roof" : "  %mcpy");
     else
         printf("# %10s %11s %7s %5s | %-42s | %-42s | %6s%s\n# %10s %11s %7s %5s | %9s %10s %10s %8s | %9s %10s %10s %8s | %6s%s\n",
                "", "", "", "", "strata", on_device ? "staged (host staging, without strata)" : "base (without strata)",
                "", on_device ? "       " : "",
                "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "#wrong",
-               "time(us)", "algbw", "busbw", "#wrong", "ratio", on_device ? "  %roof" : "");
+               "time(us)", "algbw", "busbw", "#wrong", "ratio", on_device ? "  %roof" : "  %mcpy");
     fflush(stdout);
 }
 
@@ -392,8 +409,8 @@ static void print_row(const shape_t *s, result_t rs, result_t rbase, int reducti
                s->bytes, s->bytes / es, types[type].name, reduction ? ops[opi].name : "none",
                rs.us, a1, a1 * s->bus, rs.wrong, rbase.us, a2, a2 * s->bus, rbase.wrong,
                rbase.us / rs.us);
-    if (on_device && roof > 0) printf(" %6.1f", a1 * s->bus / roof * 100);
-    else if (on_device) printf(" %6s", "-");
+    if (roof > 0) printf(" %6.1f", a1 * s->bus / roof * 100);
+    else printf(" %6s", "-");
     printf("\n");
     fflush(stdout);
 }
@@ -514,13 +531,15 @@ int main(int argc, char **argv)
     int status = 0, sharing = 1;
     double roof = 0;
     size_t used_at_start = 0;
-    if (on_device && (status = device_init(ctl, &sharing)) == 0) {
-        size_t largest = 0;     /* the largest buffer of the sweep */
+    if (on_device) status = device_init(ctl, &sharing);
+    if (status == 0) {
+        size_t largest = 0;     /* the largest buffer of the sweep (host: 1 to 64 MiB, past the caches) */
         for (double b = (double)min_bytes; b <= (double)max_bytes * 1.0000001; b *= factor)
             if (shape_of((size_t)b).count) largest = shape_of((size_t)b).bytes;
+        if (!on_device) largest = largest < ((size_t)1 << 20) ? (size_t)1 << 20 : largest > ((size_t)64 << 20) ? (size_t)64 << 20 : largest;
         roof = largest ? roofline(largest, ctl) : 0;
         MPI_Barrier(ctl);
-        used_at_start = devbuf_used_bytes();
+        if (on_device) used_at_start = devbuf_used_bytes();
     }
     if (status == 0) print_header(ctl, roof, sharing, used_at_start);
 
