@@ -78,18 +78,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
         }
-        const StepId sliced = s.signal(team.flag(j, kFlagSlice), g + 1, mine);
-
-        std::vector<StepId> outs{sliced};
-        for (int r = 0; r < L; ++r) {
-            const StepId w = r == j ? sliced : s.wait(team.flag(r, kFlagSlice), g + 1);
-            for (int t = r; t < lmax; t += L) {
-                const Split sp = split(cnt, size_t(lmax), size_t(t));
-                outs.push_back(s.copy(dom, rbuf + (off + sp.offset) * es,
-                                      team.slot(r, g, 1) + sp.offset * es, sp.length * es, {w}));
-            }
-        }
-        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+        gather_slices(c, g, off, cnt, off, off + cnt, rbuf + off * es, es, mine);
     }
     return STRATA_OK;
 }

@@ -1,6 +1,8 @@
 // src/algo/node_inputs.cc - see node_inputs.h.
 #include "algo/node_inputs.h"
 
+#include <algorithm>
+
 namespace strata {
 
 NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place)
@@ -45,6 +47,28 @@ StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n
     const StepId in_place = s.reduce_late(team.domain(), dst, peers, n, dtype_, op, deps);
     s.always();
     return s.join({through_slots, in_place});
+}
+
+StepId gather_slices(Call &c, uint64_t g, size_t off, size_t cnt, size_t lo, size_t hi, char *dst, size_t es,
+                     const Deps &mine) {
+    Schedule &s = c.schedule();
+    Team &team = c.team();
+    const Layout &l = team.layout();
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    const StepId sliced = s.signal(team.flag(j, kFlagSlice), g + 1, mine);
+    std::vector<StepId> seen(size_t(L), kNoStep);  // local rank r's SLICE of g
+    seen[size_t(j)] = sliced;
+    std::vector<StepId> outs{sliced};
+    for (int t = 0; t < lmax; ++t) {
+        const Split sp = split(cnt, size_t(lmax), size_t(t));
+        const size_t from = std::max(lo, off + sp.offset), to = std::min(hi, off + sp.offset + sp.length);
+        if (to <= from) continue;
+        const int owner = t % L;
+        if (seen[size_t(owner)] == kNoStep) seen[size_t(owner)] = s.wait(team.flag(owner, kFlagSlice), g + 1);
+        outs.push_back(s.copy(team.domain(), dst + (from - lo) * es, team.slot(owner, g, 1) + (from - off) * es,
+                              (to - from) * es, {seen[size_t(owner)]}));
+    }
+    return s.signal(team.flag(j, kFlagDone), g + 1, outs);
 }
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-// src/algo/node_inputs.h - the inputs of a node phase: read in place, or through the slots.
+// src/algo/node_inputs.h - a node phase: its inputs (in place, or through the slots) and its slices.
 //
 // A hierarchical reduction first combines, on each node, every local rank's part of
 // a pipeline segment. There are two ways to reach a node peer's part, and this is the
@@ -50,6 +50,17 @@ private:
     size_t es_;
     StepId decided_ = kNoStep;
 };
+
+// The other end of a node phase: the node's reduced slices of segment g, slice t
+// (split(cnt, lmax, t) of the segment's cnt elements from element off) held by local
+// rank t % L in half 1 of its slot. Raises this rank's SLICE once `mine` (its own
+// slices' work) completes, copies elements [lo, hi) of the call (within the segment)
+// from their owners' slots into dst (which holds element lo), each once its owner's
+// SLICE is seen, and raises DONE after the copies: the owners' slots stay untouched
+// until every local rank's DONE of g says it has read them (Call::stage_free).
+// Returns the DONE signal.
+StepId gather_slices(Call &c, uint64_t g, size_t off, size_t cnt, size_t lo, size_t hi, char *dst, size_t es,
+                     const Deps &mine);
 
 }  // namespace strata
 

@@ -122,23 +122,10 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
                     s.reduce(dom, res + o, parts, part.hi - part.lo, a.dtype, a.op, got));
             }
         }
-        const StepId sliced = s.signal(team.flag(j, kFlagSlice), g + 1, mine_done);
-
         // 4. copy-out of my range in this segment, slice by slice from its owner.
-        std::vector<StepId> outs{sliced};
         const Range want = meet(seg, mine);
-        if (want.hi > want.lo) {
-            for (int t = 0; t < lmax; ++t) {
-                const Range part = meet(slice(t), want);
-                if (part.hi == part.lo) continue;
-                const int owner = t % L;
-                const StepId w = owner == j ? sliced : s.wait(team.flag(owner, kFlagSlice), g + 1);
-                outs.push_back(s.copy(dom, rbuf + (part.lo - mine.lo) * es,
-                                      team.slot(owner, g, 1) + (part.lo - off) * es,
-                                      (part.hi - part.lo) * es, {w}));
-            }
-        }
-        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+        gather_slices(c, g, off, cnt, want.lo, std::max(want.lo, want.hi), rbuf + (want.lo - mine.lo) * es, es,
+                      mine_done);
     }
     // In place: peers may still read this rank's buffer until their last SLICE.
     if (inputs.maybe_in_place()) c.wait_all(kFlagSlice, sg.first + sg.n, j);
