@@ -15,58 +15,35 @@
 namespace strata {
 
 namespace {
-constexpr size_t kNameBytes = 64;
 constexpr uint64_t kSetupTagSub = 4095;
 constexpr time_t kReleaseWaitSeconds = 2;
 }  // namespace
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
-    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg), wire_(tp) {
-    ipc_.set_capacity(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0));
-}
+    : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg),
+      node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp) {}
 
 Team::~Team() {
     close_inbox();
     release_device();
 }
 
-// Each local rank maps its peers' GPU regions, and a peer's last copy out of one may
-// still be queued when this rank ends its last call: so every rank first unmaps its
-// peers' regions and says so (kFlagClosed), and frees its own only once every local
-// peer has. Communicator free and finalize are collective, so the wait is usually
-// short; it is bounded (a rank may free a communicator long after its peers), and a
-// peer that has not said so by then leaves the region allocated (1 MiB at the
-// default segment size), rather than freed under its feet.
+// A peer that has not unmapped this rank's GPU region within kReleaseWaitSeconds
+// leaves it allocated (1 MiB at the default segment size), rather than freed under
+// its feet (NodeChannel::close_device).
 void Team::release_device() {
     if (device_tries_ == 0) return;
-    const IpcCache::Stats &st = ipc_.stats();
+    const IpcCache::Stats &st = node_.ipc().stats();
     if (st.misses > 0)
         log(1, "IPC cache of local peers' buffers: %llu mapped, %llu hits, %llu evicted, %llu stale, %zu open "
                "at release",
             (unsigned long long)st.misses, (unsigned long long)st.hits, (unsigned long long)st.evicted,
-            (unsigned long long)st.stale, ipc_.size());
-    ipc_.clear();
-    dregions_.close_peers();
-    const int local_size = layout_.my_local_size(), me = layout_.my_local();
-    bool all_closed = true;
-    if (local_size > 1) {
-        __atomic_store_n(flag(me, kFlagClosed), device_tries_, __ATOMIC_RELEASE);
-        const time_t give_up = time(nullptr) + kReleaseWaitSeconds;
-        for (int r = 0; r < local_size; ++r) {
-            while (__atomic_load_n(flag(r, kFlagClosed), __ATOMIC_ACQUIRE) < device_tries_) {
-                if (time(nullptr) > give_up) {
-                    all_closed = false;
-                    break;
-                }
-                sched_yield();
-            }
-        }
-    }
+            (unsigned long long)st.stale, node_.ipc().size());
+    const bool all_closed = node_.close_device(layout_, device_tries_, int(kReleaseWaitSeconds));
     if (!all_closed)
         log(1, "a local peer did not unmap this rank's GPU region within %d s: left allocated",
             int(kReleaseWaitSeconds));
-    dregions_.drop_own(!all_closed);
-    // Peers may also hold mappings of this rank's staging buffers (posted in calls on
+    // Peers may also hold mappings of this rank's buffer copies (posted in calls on
     // host buffers): let go of them unfreed as well.
     if (!all_closed && blocking_) blocking_->abandon_memory();
     bounce_.reset();
@@ -136,7 +113,7 @@ Status Team::ensure_setup() {
     // As if call 0 had ended here: a call's first stages wait for the end of the one
     // before it (Call::stage_free), call 1 included.
     if (local == STRATA_OK) raise_flags(kCallSpan - 1);
-    const bool own_failure = local != STRATA_OK && !shm_.error().empty();
+    const bool own_failure = local != STRATA_OK && !node_.error().empty();
     int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
     // The same round agrees on expect_same(): [1] the lowest rank not ok, then the
     // value in three pieces of at most 31 bits, each as its minimum and (INT_MAX -
@@ -151,13 +128,13 @@ Status Team::ensure_setup() {
     first_not_ok_ = agreed[1];
     same_everywhere_ = first_not_ok_ == INT_MAX;
     for (int i = 0; i < 3; ++i) same_everywhere_ = same_everywhere_ && agreed[2 + i] == INT_MAX - agreed[5 + i];
-    shm_.unlink();  // every local peer has attached or given up by now
+    node_.unlink();  // every local peer has attached or given up by now
     if (first_failed != INT_MAX) {
         setup_ = Setup::Failed;
         if (first_failed == rank_ || first_failed == size_ + rank_)
             log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
                    "the previous collective component",
-                rank_, shm_.error().empty() ? status_name(local) : shm_.error().c_str());
+                rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
         return STRATA_FALLBACK;
     }
     STRATA_CHECK(agree_device(gpu_ranks == size_));
@@ -193,11 +170,11 @@ Status Team::agree_device(bool gpu_everywhere) {
     }
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
-    int cache_on = ipc_.enabled() ? 1 : 0;
+    int cache_on = node_.ipc().enabled() ? 1 : 0;
     if (tp_.agree_min(tp_.ctx, &cache_on, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: IPC cache agreement");
-    if (!cache_on && ipc_.enabled()) {
+    if (!cache_on && node_.ipc().enabled()) {
         log(1, "coll_strata_ipc_cache_size is 0 on another rank: node peers' buffers are copied, not mapped");
-        ipc_.set_capacity(0);
+        node_.ipc().set_capacity(0);
     }
     const int t = cfg_.device_transport;
     direct_ = t == STRATA_DEVICE_TRANSPORT_DIRECT || (t == STRATA_DEVICE_TRANSPORT_AUTO && tp_.device_capable);
@@ -215,139 +192,43 @@ Status Team::agree_device(bool gpu_everywhere) {
 // peer. Each rank sends its handle (or a failure mark) to every local peer, so no
 // peer waits for ever on a rank that failed.
 Status Team::setup_device(std::string *why) {
-    struct Offer {
-        int ok;
-        IpcHandle handle;
-    };
-    const Layout &l = layout_;
-    const int local_size = l.my_local_size(), me = l.my_local(), node = l.my_node();
-    Offer mine{};
-    std::vector<Offer> theirs(static_cast<size_t>(local_size));
     ++device_tries_;  // from now on teardown follows the kFlagClosed handshake
     MemDomain *dom = device_domain(device_current(), why);
     if (dom != nullptr && dom->prepare() != STRATA_OK) {
         *why = std::string(dom->name()) + ": the reduction kernels did not load";
         dom = nullptr;
     }
-    if (dom != nullptr) {
-        const size_t region = size_t(kStages) * 2 * segment_bytes();
-        const Status st = dregions_.make_own(*dom, local_size, me, region, &mine.handle);
-        if (st == STRATA_OK) {
-            mine.ok = 1;
-        } else {
-            *why = std::string("device region: ") + status_name(st);
-        }
-    }
-    Schedule s;
-    const int tag = control_tag(kSetupTagSub - 1);
-    for (int i = 0; i < local_size; ++i) {
-        if (i == me) continue;
-        s.send(&mine, sizeof mine, l.rank_at(node, i), tag);
-        s.recv(&theirs[size_t(i)], sizeof(Offer), l.rank_at(node, i), tag);
-    }
-    STRATA_CHECK(s.run(wire_));
-    if (!mine.ok) return STRATA_ERR_DEVICE;
-    for (int i = 0; i < local_size; ++i) {
-        if (i == me) continue;
-        if (!theirs[size_t(i)].ok) {
-            *why = "local rank " + std::to_string(i) + " could not set up its GPU";
-            return STRATA_ERR_DEVICE;
-        }
-        const Status st = dregions_.open_peer(i, theirs[size_t(i)].handle);
-        if (st != STRATA_OK) {
-            *why = "mapping local rank " + std::to_string(i) + "'s GPU memory: " + status_name(st);
-            return st;
-        }
-    }
+    const size_t region = size_t(kStages) * 2 * segment_bytes();
+    STRATA_CHECK(node_.open_device(layout_, wire_, control_tag(kSetupTagSub - 1), dom, region, why));
     dom_ = dom;
     return STRATA_OK;
 }
 
-// The node leader creates the segment and sends its name to each local peer;
-// a leader that failed sends an empty name so that no peer waits for ever.
 Status Team::setup_shm() {
-    const int local_size = layout_.my_local_size();
     const size_t region = size_t(kStages) * 2 * segment_bytes();
-    if (local_size == 1) return shm_.make_private(region);
-
-    const Layout &l = layout_;
-    const int node = l.my_node();
-    const int tag = control_tag(kSetupTagSub);
-    char name[kNameBytes] = {0};
-    Status status = STRATA_OK;
-    Schedule s;
-    if (l.my_local() == 0) {
-        std::string made;
-        status = shm_.create(cfg_.shm_dir, local_size, region, &made);
-        if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
-        for (int i = 1; i < local_size; ++i) s.send(name, sizeof name, l.rank_at(node, i), tag);
-        STRATA_CHECK(s.run(wire_));
-        return status;
-    }
-    s.recv(name, sizeof name, l.rank_at(node, 0), tag);
-    STRATA_CHECK(s.run(wire_));
-    if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
-    return shm_.attach(cfg_.shm_dir, name, local_size, region);
+    return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, region);
 }
 
-namespace {
-// What a rank posts in its mailbox in call n: in half n % 2, so that a rank one call
-// ahead never overwrites what a slower peer still reads. (No rank gets two ahead:
-// finishing the exchange of call n waits for every peer's "mapped" of n.) A post is
-// read only if it is of the reader's call (a peer in an erroneous call may have
-// posted nothing).
-struct Post {
-    uint64_t call;
-    int posted;  // ref describes this rank's buffer, or there is nothing to read (empty)
-    int empty;
-    int opened;  // this rank mapped every peer's buffer
-    IpcRef ref;
-};
-static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small");
-Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
-}  // namespace
 
 // All agree on the node: the device path and the cache's being on are agreed at setup,
 // the threshold is a setting, and bytes and the node's size are the same on its ranks.
 bool Team::zero_copy(size_t bytes) const {
-    return device() && ipc_.enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
+    return device() && node_.ipc().enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
 }
 
 // The three parts of reading node peers' buffers in place, run as poll steps of the
 // call's schedule (Call::map_peers), with POSTED flags between them.
 Status Team::post_buffer(uint64_t n, const void *buf, size_t bytes, int source) {
     const int me = layout_.my_local();
-    ipc_.begin_call();
-    Post *mine = post_of(shm_.mailbox(me), n);
-    mine->call = n;
-    mine->opened = 0;
-    mine->empty = bytes == 0 || (source >= 0 && source != me);
-    mine->posted = mine->empty || ipc_.describe(*dom_, buf, &mine->ref) == STRATA_OK;
-    // Peers' streams are not ordered after this process's: the buffer must be final
-    // (work the application queued on the legacy stream included) before they read it.
-    if (mine->posted && !mine->empty) STRATA_CHECK(dom_->settle());
-    return STRATA_OK;
+    return node_.post(n, me, *dom_, buf, bytes == 0 || (source >= 0 && source != me));
 }
 
 Status Team::open_peers(uint64_t n, std::vector<const char *> *bufs) {
-    const int L = layout_.my_local_size(), me = layout_.my_local();
-    // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
-    bool ok = true;
-    for (int i = 0; i < L && ok; ++i) ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->posted;
-    for (int i = 0; i < L && ok; ++i) {
-        if (i == me || post_of(shm_.mailbox(i), n)->empty) continue;
-        char *p = nullptr;
-        ok = ipc_.map(*dom_, i, post_of(shm_.mailbox(i), n)->ref, &p) == STRATA_OK;
-        (*bufs)[size_t(i)] = p;
-    }
-    post_of(shm_.mailbox(me), n)->opened = ok;
-    return STRATA_OK;
+    return node_.open_peers(n, layout_.my_local(), layout_.my_local_size(), *dom_, bufs);
 }
 
 bool Team::all_opened(uint64_t n) const {
-    bool ok = true;
-    for (int i = 0; i < layout_.my_local_size() && ok; ++i)
-        ok = post_of(shm_.mailbox(i), n)->call == n && post_of(shm_.mailbox(i), n)->opened;
+    const bool ok = node_.all_opened(n, layout_.my_local_size());
     if (!ok)
         log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
                "pool memory): copied through the stage slots",
@@ -356,8 +237,7 @@ bool Team::all_opened(uint64_t n) const {
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {
-    char *region = device() ? dregions_.region(local) : shm_.region(local);
-    return region + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
+    return node_.region(local, device()) + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
 }
 
 }  // namespace strata

@@ -11,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "btl/device_regions.h"
-#include "btl/ipc_cache.h"
+#include "btl/node_channel.h"
 #include "btl/p2p.h"
-#include "btl/shm.h"
 #include "common.h"
 #include "engine.h"
 #include "mem/domain.h"
@@ -66,7 +64,7 @@ public:
     // Whole elements of es bytes per segment (at least one).
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
-    uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
+    uint64_t *flag(int local, int which) const { return node_.flag(local, which); }
     // Which local rank's flag (and which of its flags) f is; false when none.
     bool flag_owner(const uint64_t *f, int *local, int *which) const;
 
@@ -134,7 +132,7 @@ public:
     Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source);
     Status open_peers(uint64_t n, std::vector<const char *> *bufs);
     bool all_opened(uint64_t n) const;
-    const IpcCache &ipc_cache() const { return ipc_; }
+    const IpcCache &ipc_cache() const { return node_.ipc(); }
 
     // A call served with algorithm alg of coll's table (named name): counted, and
     // remembered as the last one.
@@ -164,13 +162,11 @@ private:
     bool same_ok_ = true, same_everywhere_ = false;
     int first_not_ok_ = INT_MAX;
     Layout layout_;
-    ShmChannel shm_;
+    NodeChannel node_;  // slots, flags, mailboxes, GPU regions, mapped peers' buffers
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
     TransportChannel wire_;
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
-    DeviceRegions dregions_;
-    IpcCache ipc_;                // node peers' user buffers, mapped
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;
     strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages

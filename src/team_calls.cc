@@ -68,7 +68,7 @@ void Team::raise_flags(uint64_t value) {
 }
 
 Status Team::end_call() {
-    ipc_.end_call();  // this call reads no mapped peer buffer any more
+    node_.ipc().end_call();  // this call reads no mapped peer buffer any more
     raise_flags(call_base() + kCallSpan - 1);
     const int me = layout_.my_local();
     for (int r = 0; r < layout_.my_local_size(); ++r) {

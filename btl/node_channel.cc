@@ -1,0 +1,189 @@
+// btl/node_channel.cc - the channel among the ranks of one node (see node_channel.h).
+#include "btl/node_channel.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <cstdio>
+
+namespace strata {
+
+namespace {
+constexpr size_t kNameBytes = 64;
+
+// Blocking exchange of small setup messages: starts every transfer, then tests them
+// all until done. sends/recvs: (buffer, bytes, peer).
+struct Msg {
+    void *buf;
+    size_t bytes;
+    int peer;
+};
+Status exchange(P2PChannel &ch, int tag, const std::vector<Msg> &sends, const std::vector<Msg> &recvs) {
+    std::vector<void *> reqs;
+    for (const Msg &m : recvs) {
+        reqs.push_back(nullptr);
+        STRATA_CHECK(ch.irecv(m.buf, m.bytes, m.peer, tag, &reqs.back()));
+    }
+    for (const Msg &m : sends) {
+        reqs.push_back(nullptr);
+        STRATA_CHECK(ch.isend(m.buf, m.bytes, m.peer, tag, &reqs.back()));
+    }
+    size_t left = reqs.size();
+    while (left > 0) {
+        for (void *&r : reqs) {
+            if (r == nullptr) continue;
+            bool done = false;
+            STRATA_CHECK(ch.test(r, &done));
+            if (done) {
+                r = nullptr;
+                --left;
+            }
+        }
+        if (left > 0) sched_yield();
+    }
+    return STRATA_OK;
+}
+
+// What a rank posts in its mailbox in call n: in half n % 2, so that a rank one call
+// ahead never overwrites what a slower peer still reads. (No rank gets two ahead:
+// finishing the exchange of call n waits for every peer's "mapped" of n.) A post is
+// read only if it is of the reader's call (a peer in an erroneous call may have
+// posted nothing).
+struct Post {
+    uint64_t call;
+    int posted;  // ref describes this rank's buffer, or there is nothing to read (empty)
+    int empty;
+    int opened;  // this rank mapped every peer's buffer
+    IpcRef ref;
+};
+static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small");
+Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
+}  // namespace
+
+Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region) {
+    const int local_size = l.my_local_size(), node = l.my_node();
+    if (local_size == 1) return shm_.make_private(region);
+    char name[kNameBytes] = {0};
+    if (l.my_local() == 0) {
+        std::string made;
+        const Status status = shm_.create(dir, local_size, region, &made);
+        if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
+        std::vector<Msg> sends;
+        for (int i = 1; i < local_size; ++i) sends.push_back({name, sizeof name, l.rank_at(node, i)});
+        STRATA_CHECK(exchange(wire, tag, sends, {}));
+        return status;
+    }
+    STRATA_CHECK(exchange(wire, tag, {}, {{name, sizeof name, l.rank_at(node, 0)}}));
+    if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
+    return shm_.attach(dir, name, local_size, region);
+}
+
+Status NodeChannel::open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,
+                                std::string *why) {
+    struct Offer {
+        int ok;
+        IpcHandle handle;
+    };
+    const int local_size = l.my_local_size(), me = l.my_local(), node = l.my_node();
+    Offer mine{};
+    std::vector<Offer> theirs(static_cast<size_t>(local_size));
+    if (dom != nullptr) {
+        const Status st = dregions_.make_own(*dom, local_size, me, region, &mine.handle);
+        if (st == STRATA_OK) {
+            mine.ok = 1;
+        } else {
+            *why = std::string("device region: ") + status_name(st);
+        }
+    }
+    std::vector<Msg> sends, recvs;
+    for (int i = 0; i < local_size; ++i) {
+        if (i == me) continue;
+        sends.push_back({&mine, sizeof mine, l.rank_at(node, i)});
+        recvs.push_back({&theirs[size_t(i)], sizeof(Offer), l.rank_at(node, i)});
+    }
+    STRATA_CHECK(exchange(wire, tag, sends, recvs));
+    if (!mine.ok) return STRATA_ERR_DEVICE;
+    for (int i = 0; i < local_size; ++i) {
+        if (i == me) continue;
+        if (!theirs[size_t(i)].ok) {
+            *why = "local rank " + std::to_string(i) + " could not set up its GPU";
+            return STRATA_ERR_DEVICE;
+        }
+        const Status st = dregions_.open_peer(i, theirs[size_t(i)].handle);
+        if (st != STRATA_OK) {
+            *why = "mapping local rank " + std::to_string(i) + "'s GPU memory: " + status_name(st);
+            return st;
+        }
+    }
+    return STRATA_OK;
+}
+
+// A peer's last copy out of this rank's region may still be queued when this rank
+// ends its last call: so every rank first unmaps its peers' regions and says so, and
+// frees its own only once every local peer has. Communicator free and finalize are
+// collective, so the wait is usually short; it is bounded (a rank may free a
+// communicator long after its peers).
+bool NodeChannel::close_device(const Layout &l, uint64_t tries, int wait_seconds) {
+    ipc_.clear();
+    dregions_.close_peers();
+    const int local_size = l.my_local_size(), me = l.my_local();
+    bool all_closed = true;
+    if (local_size > 1) {
+        __atomic_store_n(flag(me, kFlagClosed), tries, __ATOMIC_RELEASE);
+        const time_t give_up = time(nullptr) + wait_seconds;
+        for (int r = 0; r < local_size; ++r) {
+            while (__atomic_load_n(flag(r, kFlagClosed), __ATOMIC_ACQUIRE) < tries) {
+                if (time(nullptr) > give_up) {
+                    all_closed = false;
+                    break;
+                }
+                sched_yield();
+            }
+        }
+    }
+    dregions_.drop_own(!all_closed);
+    return all_closed;
+}
+
+Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty) {
+    ipc_.begin_call();
+    Post *mine = post_of(shm_.mailbox(me), n);
+    mine->call = n;
+    mine->opened = 0;
+    mine->empty = empty;
+    mine->posted = empty || ipc_.describe(dom, buf, &mine->ref) == STRATA_OK;
+    // Peers' streams are not ordered after this process's: the buffer must be final
+    // (work the application queued on the legacy stream included) before they read it.
+    if (mine->posted && !empty) STRATA_CHECK(dom.settle());
+    return STRATA_OK;
+}
+
+Status NodeChannel::open_peers(uint64_t n, int me, int local_size, MemDomain &dom,
+                               std::vector<const char *> *bufs) {
+    // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
+    bool ok = true;
+    for (int i = 0; i < local_size && ok; ++i) {
+        const Post *p = post_of(shm_.mailbox(i), n);
+        ok = p->call == n && p->posted;
+    }
+    for (int i = 0; i < local_size && ok; ++i) {
+        const Post *p = post_of(shm_.mailbox(i), n);
+        if (i == me || p->empty) continue;
+        char *mapped = nullptr;
+        ok = ipc_.map(dom, i, p->ref, &mapped) == STRATA_OK;
+        (*bufs)[size_t(i)] = mapped;
+    }
+    post_of(shm_.mailbox(me), n)->opened = ok;
+    return STRATA_OK;
+}
+
+bool NodeChannel::all_opened(uint64_t n, int local_size) const {
+    bool ok = true;
+    for (int i = 0; i < local_size && ok; ++i) {
+        const Post *p = post_of(shm_.mailbox(i), n);
+        ok = p->call == n && p->opened;
+    }
+    return ok;
+}
+
+}  // namespace strata
