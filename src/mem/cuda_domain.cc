@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cuda.h>  // CUDA_VERSION: the toolkit this build's kernels come from
@@ -53,11 +54,25 @@ std::atomic<bool> g_report_armed{false}, g_reported{false};
 void report_usage() {
     if (!g_report_armed.load() || g_reported.exchange(true)) return;
     const CudaUsage u = cuda_usage();
-    std::fprintf(stderr,
-                 "strata cuda usage: pid=%ld device_allocs=%lld device_bytes=%lld peak_bytes=%lld ipc_mapped=%lld "
-                 "pinned_host=%lld allocs_total=%lld scratch_bytes=%lld\n",
-                 (long)getpid(), u.device_allocs, u.device_bytes, u.peak_bytes, u.ipc_mapped, u.pinned_host,
-                 u.allocs_total, u.scratch_bytes);
+    char line[384];
+    const int n = std::snprintf(
+        line, sizeof line,
+        "strata cuda usage: pid=%ld device_allocs=%lld device_bytes=%lld peak_bytes=%lld ipc_mapped=%lld "
+        "pinned_host=%lld allocs_total=%lld scratch_bytes=%lld\n",
+        (long)getpid(), u.device_allocs, u.device_bytes, u.peak_bytes, u.ipc_mapped, u.pinned_host, u.allocs_total,
+        u.scratch_bytes);
+    // STRATA_CUDA_REPORT=/a/file: appended there in one write (a launcher may drop a
+    // process's last output after MPI_Finalize; a file keeps every process's line).
+    const char *to = getenv("STRATA_CUDA_REPORT");
+    if (to != nullptr && to[0] == '/' && n > 0) {
+        const int fd = open(to, O_WRONLY | O_APPEND | O_CREAT, 0644);
+        if (fd >= 0) {
+            const bool whole = write(fd, line, size_t(n)) == n;
+            close(fd);
+            if (whole) return;
+        }
+    }
+    std::fputs(line, stderr);
 }
 
 // The alignment a kernel's loads of dtype need (alignof its element type).

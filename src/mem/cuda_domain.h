@@ -45,7 +45,8 @@ std::string cuda_driver_mismatch(int driver_version);
 // the CUDA domains: stage regions, staging; IPC mappings of peers' memory; the
 // reduction scratch pool apart, as it is kept for reuse), so that a leak check
 // measures strata, not the device (which other processes share). With
-// STRATA_CUDA_REPORT set (to anything but 0), one line of it goes to stderr at exit:
+// STRATA_CUDA_REPORT set (to anything but 0), one line of it goes to stderr at exit
+// (to the end of the file, when it is an absolute path):
 //   strata cuda usage: pid=N device_allocs=A device_bytes=B peak_bytes=P ipc_mapped=M
 //   pinned_host=H allocs_total=T scratch_bytes=S
 // After every communicator is freed, A, B, M and H are 0 unless strata leaked.
