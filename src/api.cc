@@ -180,7 +180,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     s.start_after(copies.copy_in(s));
     st = table.algorithms[alg].build(call, work);
     if (st == STRATA_OK) {
-        if (copies.active()) copies.copy_out(s, {s.join_all()});
+        if (copied) copies.copy_out(s, {s.join_all()});
         team.dump_schedule(s, coll, table.algorithms[alg].name, call_bytes(coll, team, args));
         st = call.run();
     }
