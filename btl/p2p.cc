@@ -134,9 +134,12 @@ Status BounceChannel::test(void *req, bool *done) {
     return STRATA_OK;
 }
 
+// A given-up send may still be read by the inner channel; its buffer goes back to the
+// free list all the same, since only a failed call cancels, and a team whose call
+// failed takes no more calls (team_calls.cc).
 void BounceChannel::cancel(void *req, bool recv) {
     Req *r = static_cast<Req *>(req);
-    (void)recv;
+    (void)recv;  // r knows
     if (r->phase == Req::Phase::Transfer) {
         inner_.cancel(r->inner, r->recv);
     } else {

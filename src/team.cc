@@ -4,9 +4,6 @@
 #include "call.h"
 #include "mem/device.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +13,7 @@ namespace strata {
 
 namespace {
 constexpr uint64_t kSetupTagSub = 4095;
-constexpr time_t kReleaseWaitSeconds = 2;
+constexpr int kReleaseWaitSeconds = 2;
 }  // namespace
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
@@ -39,10 +36,10 @@ void Team::release_device() {
                "at release",
             (unsigned long long)st.misses, (unsigned long long)st.hits, (unsigned long long)st.evicted,
             (unsigned long long)st.stale, node_.ipc().size());
-    const bool all_closed = node_.close_device(layout_, device_tries_, int(kReleaseWaitSeconds));
+    const bool all_closed = node_.close_device(layout_, device_tries_, kReleaseWaitSeconds);
     if (!all_closed)
         log(1, "a local peer did not unmap this rank's GPU region within %d s: left allocated",
-            int(kReleaseWaitSeconds));
+            kReleaseWaitSeconds);
     // Peers may also hold mappings of this rank's buffer copies (posted in calls on
     // host buffers): let go of them unfreed as well.
     if (!all_closed && blocking_) blocking_->abandon_memory();

@@ -81,7 +81,6 @@ public:
     // does on all (every decision before it is agreed). sig hashes what MPI requires to
     // match (size, type, op, root); node peers compare it at end_call.
     static constexpr uint64_t kCallSpan = uint64_t(1) << 32;  // flag values of one call
-    uint64_t call_number() const { return call_seq_; }
     uint64_t call_base() const { return call_seq_ << 32; }
     // Numbers the next call and begins `call` as that call: with an empty schedule to
     // build, or (rerun) with the schedule it holds, to run again (call.h).
@@ -132,7 +131,6 @@ public:
     Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source);
     Status open_peers(uint64_t n, std::vector<const char *> *bufs);
     bool all_opened(uint64_t n) const;
-    const IpcCache &ipc_cache() const { return node_.ipc(); }
 
     // A call served with algorithm alg of coll's table (named name): counted, and
     // remembered as the last one.
