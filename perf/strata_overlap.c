@@ -1,0 +1,522 @@
+/*
+ * strata_overlap - how much of a nonblocking collective hides behind computation.
+ *
+ * For every size and side (strata, base) it measures, per rank, the mean of
+ *   pure     MPI_I<coll>(...); MPI_Wait
+ *   compute  the compute loop alone, sized to take `pure` on this side
+ *   overlap  MPI_I<coll>(...); compute loop; MPI_Wait
+ * each as the max over ranks, and prints
+ *   overlap% = max(0, 1 - (overlap - compute) / pure) * 100
+ * i.e. the share of the collective's time that the computation hid. 100: the call
+ * cost nothing beyond the computation; 0: none of it ran while the rank computed.
+ *
+ * The compute loop is a chain of dependent floating-point operations (no memory
+ * traffic, no MPI calls), calibrated on each rank at start. A collective progressed
+ * only from inside MPI calls (Open MPI's libnbc, strata's host progress) advances
+ * during it only as far as its start went; --test K calls MPI_Test every K
+ * microseconds of computation, as applications do to drive such progress (the time
+ * of those calls counts against the overlap).
+ *
+ * The two sides run in the same job, as in strata_bench:
+ *   strata: a duplicate of MPI_COMM_WORLD (the component, when selected, serves it)
+ *   base:   MPI_Comm_dup_with_info(MPI_COMM_WORLD, {"strata": "off"}), which the
+ *           component hands to the module it replaced (libnbc, for nonblocking calls)
+ * ratio = base pure / strata pure (> 1: strata faster).
+ *
+ * --device puts the buffers in GPU memory (test/common/devbuf; exit 77 without a GPU).
+ * strata gets them directly; the base side is host staging, as in strata_bench:
+ * device -> pinned host before the start, the collective on host memory, host ->
+ * device after the wait, all of it inside the timed region (the compute runs between
+ * the start and the wait, so the copies cannot hide). Device buffers need a strata
+ * that serves nonblocking calls: the module it replaced is not CUDA-aware.
+ *
+ *   strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]
+ *                  [-w WARMUP] [-n ITERS] [--test K] [--no-check] [--device]
+ * Exit status: 0, 1 if a result was wrong, 2 on bad arguments, 77 without a GPU.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test/common/devbuf.h"
+
+typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER_BLOCK, C_BCAST, C_ALLTOALL, C_REDUCE } coll_t;
+static const struct { const char *name; coll_t id; } coll_names[] = {
+    { "allreduce", C_ALLREDUCE }, { "allgather", C_ALLGATHER },
+    { "reduce_scatter_block", C_REDUCE_SCATTER_BLOCK }, { "bcast", C_BCAST },
+    { "alltoall", C_ALLTOALL }, { "reduce", C_REDUCE },
+};
+#define NCOLLS ((int)(sizeof coll_names / sizeof coll_names[0]))
+
+typedef enum { T_INT8, T_UINT8, T_INT32, T_UINT32, T_INT64, T_UINT64, T_FLOAT, T_DOUBLE } type_t;
+static const struct { const char *name; MPI_Datatype dt; int size; } types[] = {
+    { "int8", MPI_INT8_T, 1 }, { "uint8", MPI_UINT8_T, 1 }, { "int32", MPI_INT32_T, 4 },
+    { "uint32", MPI_UINT32_T, 4 }, { "int64", MPI_INT64_T, 8 }, { "uint64", MPI_UINT64_T, 8 },
+    { "float", MPI_FLOAT, 4 }, { "double", MPI_DOUBLE, 8 },
+};
+static const struct { const char *name; MPI_Op op; } ops[] = {
+    { "sum", MPI_SUM }, { "prod", MPI_PROD }, { "max", MPI_MAX }, { "min", MPI_MIN },
+};
+
+static int rank, nranks;
+static coll_t coll = C_ALLREDUCE;
+static int type = T_FLOAT, opi = 0;
+static int warmup = 5, iters = 20, check = 1, on_device = 0;
+static double test_every_us = 0;      /* --test K: MPI_Test every K us of compute; 0: never */
+static size_t min_bytes = 1024, max_bytes = 4u << 20;
+static double factor = 4;
+
+/* ------------------------------------------------------------ memory hook
+ * Host buffers, or with --device GPU memory. Host code never touches device memory:
+ * fill and check go through host scratch and these copies. A failed copy is counted
+ * (devbuf says why on stderr) and fails the run. */
+static long live_bufs, copy_failures;
+
+static void *bench_alloc(size_t bytes)
+{
+    if (!on_device) return malloc(bytes ? bytes : 1);
+    void *p = devbuf_alloc(bytes);
+    live_bufs += NULL != p;
+    return p;
+}
+static void bench_free(void *p)
+{
+    if (!on_device) { free(p); return; }
+    if (p) { devbuf_free(p); live_bufs--; }
+}
+static void to_buf(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_dev(dst, src, n);
+}
+static void from_buf(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_host(dst, src, n);
+}
+
+/* ---------------------------------------------------------------- values
+ * Small integers, so that every reduction order gives the same exact answer. */
+static double in_val(int r, size_t i)
+{
+    if (ops[opi].op == MPI_SUM) return (double)((r + i) % 8);
+    if (ops[opi].op == MPI_PROD) return ((r + i) % 16 == 0 && r < 6) ? 2.0 : 1.0;
+    return (double)((r * 7 + i * 3) % 100);
+}
+static double reduced(size_t i)
+{
+    double a = in_val(0, i);
+    for (int r = 1; r < nranks; r++) {
+        double b = in_val(r, i);
+        if (ops[opi].op == MPI_SUM) a += b;
+        else if (ops[opi].op == MPI_PROD) a *= b;
+        else if (ops[opi].op == MPI_MAX) a = b > a ? b : a;
+        else a = b < a ? b : a;
+    }
+    return a;
+}
+static void put(void *buf, size_t i, double v)
+{
+    char *p = (char *)buf + i * types[type].size;
+    switch (type) {
+    case T_INT8: case T_UINT8: *(int8_t *)p = (int8_t)v; break;
+    case T_INT32: case T_UINT32: *(int32_t *)p = (int32_t)v; break;
+    case T_INT64: case T_UINT64: *(int64_t *)p = (int64_t)v; break;
+    case T_FLOAT: *(float *)p = (float)v; break;
+    default: *(double *)p = v; break;
+    }
+}
+static double get(const void *buf, size_t i)
+{
+    const char *p = (const char *)buf + i * types[type].size;
+    switch (type) {
+    case T_INT8: return *(const int8_t *)p;
+    case T_UINT8: return *(const uint8_t *)p;
+    case T_INT32: return *(const int32_t *)p;
+    case T_UINT32: return *(const uint32_t *)p;
+    case T_INT64: return (double)*(const int64_t *)p;
+    case T_UINT64: return (double)*(const uint64_t *)p;
+    case T_FLOAT: return *(const float *)p;
+    default: return *(const double *)p;
+    }
+}
+
+/* ------------------------------------------------------------ computation
+ * A dependent chain of multiply-adds: its time per unit does not depend on caches
+ * or on the memory traffic of the collective, and the compiler cannot shorten it.
+ * units_per_us is this rank's rate, the best of a few timed runs at start. */
+static volatile double sink;
+static double units_per_us;
+
+static void compute_units(long n)
+{
+    double a = sink;
+    for (long i = 0; i < n; i++) a = a * 0.9999999 + 1e-9;
+    sink = a;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void calibrate(void)
+{
+    long n = 1 << 14;
+    double best = 0;
+    compute_units(n);
+    for (int k = 0; k < 8; k++) {    /* grow to ~2 ms a run, keep the fastest rate */
+        double t0 = now_us();
+        compute_units(n);
+        double dt = now_us() - t0, rate = dt > 0 ? n / dt : 0;
+        if (rate > best) best = rate;
+        if (dt < 2000 && n < (1L << 40)) n *= 2;
+    }
+    units_per_us = best > 0 ? best : 1000;
+}
+
+/* Compute for `units`; with --test, call MPI_Test on *req every test_every_us worth
+ * of units until it completes (req NULL: the compute-alone measurement, no tests). */
+static void compute(long units, MPI_Request *req)
+{
+    if (!req || test_every_us <= 0) { compute_units(units); return; }
+    long chunk = (long)(test_every_us * units_per_us);
+    int done = 0;
+    if (chunk < 1) chunk = 1;
+    for (long left = units; left > 0; left -= chunk) {
+        compute_units(left < chunk ? left : chunk);
+        if (!done) MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
+/* --------------------------------------------------------------- one size */
+typedef struct {
+    size_t count;        /* elements per rank (per peer for alltoall/allgather/reduce_scatter) */
+    size_t send_elems, recv_elems;
+    size_t bytes;        /* the "size" column: the largest buffer, as nccl-tests */
+} shape_t;
+
+static shape_t shape_of(size_t bytes)
+{
+    shape_t s; size_t es = (size_t)types[type].size, n = (size_t)nranks;
+    memset(&s, 0, sizeof s);
+    switch (coll) {
+    case C_ALLREDUCE: case C_REDUCE: case C_BCAST:
+        s.count = bytes / es; s.send_elems = s.recv_elems = s.count; break;
+    case C_ALLGATHER:
+        s.count = bytes / es / n; s.send_elems = s.count; s.recv_elems = s.count * n; break;
+    case C_REDUCE_SCATTER_BLOCK:
+        s.count = bytes / es / n; s.send_elems = s.count * n; s.recv_elems = s.count; break;
+    case C_ALLTOALL:
+        s.count = bytes / es / n; s.send_elems = s.recv_elems = s.count * n; break;
+    }
+    s.bytes = (s.send_elems > s.recv_elems ? s.send_elems : s.recv_elems) * es;
+    return s;
+}
+
+static void start(const shape_t *s, void *sb, void *rb, MPI_Comm comm, MPI_Request *req)
+{
+    MPI_Datatype dt = types[type].dt;
+    MPI_Op op = ops[opi].op;
+    int c = (int)s->count;
+    switch (coll) {
+    case C_ALLREDUCE: MPI_Iallreduce(sb, rb, c, dt, op, comm, req); break;
+    case C_REDUCE: MPI_Ireduce(sb, rb, c, dt, op, 0, comm, req); break;
+    case C_BCAST: MPI_Ibcast(sb, c, dt, 0, comm, req); break;
+    case C_ALLGATHER: MPI_Iallgather(sb, c, dt, rb, c, dt, comm, req); break;
+    case C_REDUCE_SCATTER_BLOCK: MPI_Ireduce_scatter_block(sb, rb, c, dt, op, comm, req); break;
+    case C_ALLTOALL: MPI_Ialltoall(sb, c, dt, rb, c, dt, comm, req); break;
+    }
+}
+
+/* A measured side: its communicator and, for the device-mode base, the pinned host
+ * buffers it stages through (hs == NULL: the buffers go to MPI directly). */
+typedef struct { const char *name; MPI_Comm comm; void *hs, *hr; } side_t;
+
+/* One call: start, `units` of computation (0: none), wait; with staging, the copies
+ * around it. */
+static void run_call(const shape_t *s, const side_t *d, void *sb, void *rb, long units)
+{
+    size_t es = (size_t)types[type].size;
+    MPI_Request req;
+    if (!d->hs) {
+        start(s, sb, rb, d->comm, &req);
+        if (units > 0) compute(units, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return;
+    }
+    if (coll != C_BCAST || rank == 0) from_buf(d->hs, sb, s->send_elems * es);
+    start(s, d->hs, d->hr, d->comm, &req);
+    if (units > 0) compute(units, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (coll == C_BCAST) { if (rank != 0) to_buf(sb, d->hs, s->send_elems * es); }
+    else if (coll != C_REDUCE || rank == 0) to_buf(rb, d->hr, s->recv_elems * es);
+}
+
+/* Fill the inputs, run one call (with `units` of computation inside), count the
+ * wrong elements on this rank. */
+static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb, long units)
+{
+    size_t es = (size_t)types[type].size, nsend = s->send_elems, nrecv = s->recv_elems;
+    char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
+    long wrong = 0;
+    for (size_t i = 0; i < nsend; i++) put(hs, i, coll == C_BCAST && rank != 0 ? 0 : in_val(rank, i));
+    to_buf(sb, hs, nsend * es);
+    if (coll != C_BCAST) memset(hr, 0, nrecv * es), to_buf(rb, hr, nrecv * es);
+    run_call(s, d, sb, rb, units);
+    from_buf(hr, coll == C_BCAST ? sb : rb, nrecv * es);
+    for (size_t i = 0; i < nrecv; i++) {
+        double e;
+        switch (coll) {
+        case C_ALLREDUCE: e = reduced(i); break;
+        case C_REDUCE: if (rank != 0) continue; e = reduced(i); break;
+        case C_BCAST: e = in_val(0, i); break;
+        case C_ALLGATHER: e = in_val((int)(i / s->count), i % s->count); break;
+        case C_REDUCE_SCATTER_BLOCK: e = reduced(rank * s->count + i); break;
+        default: /* alltoall: block j came from rank j, its indices rank*count.. */
+            e = in_val((int)(i / s->count), rank * s->count + i % s->count); break;
+        }
+        if (get(hr, i) != e) wrong++;
+    }
+    free(hs); free(hr);
+    return wrong;
+}
+
+typedef struct { double pure, compute, overlapped, overlap; long wrong; } result_t;
+
+/* Mean time per call of `iters` calls with `units` of computation each (units < 0:
+ * the computation alone, no collective), as the max over ranks. */
+static double timed(const shape_t *s, const side_t *d, void *sb, void *rb, long units, MPI_Comm ctl)
+{
+    double mean, most;
+    MPI_Barrier(ctl);
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < iters; k++) {
+        if (units < 0) compute(-units, NULL);
+        else run_call(s, d, sb, rb, units);
+    }
+    if (on_device && units >= 0) devbuf_sync();   /* nothing left running on the GPU */
+    mean = (MPI_Wtime() - t0) / iters * 1e6;
+    MPI_Allreduce(&mean, &most, 1, MPI_DOUBLE, MPI_MAX, ctl);
+    return most;
+}
+
+static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, MPI_Comm ctl)
+{
+    result_t r;
+    long w = check ? check_once(s, d, sb, rb, 0) : 0;
+    for (int k = 0; k < warmup; k++) run_call(s, d, sb, rb, 0);
+    r.pure = timed(s, d, sb, rb, 0, ctl);
+    /* the computation lasts as long as this side's pure call, on every rank */
+    long units = (long)(r.pure * units_per_us);
+    if (units < 1) units = 1;
+    r.compute = timed(s, d, sb, rb, -units, ctl);
+    /* the overlapped path is checked too: progress during computation is new code */
+    if (check) w += check_once(s, d, sb, rb, units);
+    r.overlapped = timed(s, d, sb, rb, units, ctl);
+    r.overlap = r.pure > 0 ? (1 - (r.overlapped - r.compute) / r.pure) * 100 : 0;
+    if (r.overlap < 0) r.overlap = 0;
+    MPI_Allreduce(&w, &r.wrong, 1, MPI_LONG, MPI_SUM, ctl);
+    return r;
+}
+
+/* ---------------------------------------------------------------- device */
+/* devbuf_init on every rank with its node-local rank; 0 if all ranks have a GPU,
+ * otherwise 77 with the first failing rank's reason printed by rank 0. */
+static int device_init(MPI_Comm ctl)
+{
+    MPI_Comm node;
+    int lr, first, mine;
+    char why[256] = "";
+    MPI_Comm_split_type(ctl, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_free(&node);
+    mine = 0 == devbuf_init(lr, why, sizeof why) ? nranks : rank;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctl);
+    if (first == nranks) return 0;
+    if (first != 0 && rank == first) MPI_Send(why, sizeof why, MPI_CHAR, 0, 0, ctl);
+    if (first != 0 && rank == 0) MPI_Recv(why, sizeof why, MPI_CHAR, first, 0, ctl, MPI_STATUS_IGNORE);
+    if (rank == 0) fprintf(stderr, "strata_overlap: --device: %s\n", why);
+    return 77;
+}
+
+/* ---------------------------------------------------------------- output */
+static void print_header(double rate_min, double rate_max)
+{
+    const char *cn = coll_names[0].name;
+    for (int k = 0; k < NCOLLS; k++) if (coll_names[k].id == coll) cn = coll_names[k].name;
+    printf("# strata_overlap: i%s, %d ranks, %s buffers, warmup %d, iters %d, compute %s\n", cn,
+           nranks, on_device ? "device" : "host", warmup, iters,
+           test_every_us > 0 ? "with MPI_Test every" : "without MPI calls");
+    if (test_every_us > 0) printf("#   (MPI_Test every %g us of computation)\n", test_every_us);
+    printf("# strata: MPI_COMM_WORLD dup%s; base: %s\n", on_device ? ", given the device buffers" : "",
+           on_device ? "host staging on MPI_Comm_dup_with_info(strata=off): device -> pinned host,\n"
+                       "#   start, compute, wait, host -> device, all timed"
+                     : "MPI_Comm_dup_with_info(strata=off) in the same job");
+    printf("# pure = start + wait; comp = the compute loop alone, as long as pure; ovl = start +\n"
+           "# compute + wait; ovl%% = max(0, 1 - (ovl - comp) / pure) * 100; times in us, mean per\n"
+           "# call, max over ranks; compute rate %.0f-%.0f units/us over ranks; ratio = base pure /\n"
+           "# strata pure\n#\n", rate_min, rate_max);
+    printf("# %10s %11s %7s %5s | %-43s | %-43s |\n", "", "", "", "", "strata", "base (without strata)");
+    printf("# %10s %11s %7s %5s | %9s %9s %9s %6s %6s | %9s %9s %9s %6s %6s | %6s\n",
+           "size(B)", "count", "type", "op", "pure", "comp", "ovl", "ovl%", "#wrong",
+           "pure", "comp", "ovl", "ovl%", "#wrong", "ratio");
+    fflush(stdout);
+}
+
+static void print_row(const shape_t *s, const result_t *rs, const result_t *rb)
+{
+    int reduction = coll != C_BCAST && coll != C_ALLGATHER && coll != C_ALLTOALL;
+    printf("  %10zu %11zu %7s %5s | %9.2f %9.2f %9.2f %6.1f %6ld | %9.2f %9.2f %9.2f %6.1f %6ld | %6.2f\n",
+           s->bytes, s->bytes / (size_t)types[type].size, types[type].name,
+           reduction ? ops[opi].name : "none",
+           rs->pure, rs->compute, rs->overlapped, rs->overlap, rs->wrong,
+           rb->pure, rb->compute, rb->overlapped, rb->overlap, rb->wrong,
+           rs->pure > 0 ? rb->pure / rs->pure : 0);
+    fflush(stdout);
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end; double v = strtod(s, &end);
+    switch (*end) { case 'k': case 'K': v *= 1024; break; case 'm': case 'M': v *= 1048576; break;
+                    case 'g': case 'G': v *= 1073741824.0; break; default: break; }
+    return v > 0 ? (size_t)v : 0;
+}
+
+static void usage(void)
+{
+    printf("usage: strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
+           "                      [-w WARMUP] [-n ITERS] [--test K] [--no-check] [--device]\n"
+           "  -c  allreduce (default), allgather, reduce_scatter_block, bcast, alltoall, reduce, or all\n"
+           "      (the nonblocking forms: MPI_Iallreduce, ...)\n"
+           "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 1K and 4M), -f factor (default 4)\n"
+           "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
+           "  --test K   call MPI_Test every K microseconds of computation (default: no MPI calls)\n"
+           "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the base side stages\n"
+           "             through pinned host memory. Needs a strata that serves nonblocking calls.\n");
+}
+
+/* One collective's table; returns the wrong elements of the sweep, or -1 if a
+ * buffer could not be allocated. */
+static long sweep(const side_t *strata, side_t *base, MPI_Comm ctl)
+{
+    double rmin, rmax;
+    long total_wrong = 0;
+    MPI_Allreduce(&units_per_us, &rmin, 1, MPI_DOUBLE, MPI_MIN, ctl);
+    MPI_Allreduce(&units_per_us, &rmax, 1, MPI_DOUBLE, MPI_MAX, ctl);
+    if (rank == 0) print_header(rmin, rmax);
+    for (double b = (double)min_bytes; b <= (double)max_bytes * 1.0000001; b *= factor) {
+        shape_t s = shape_of((size_t)b);
+        size_t es = (size_t)types[type].size;
+        if (s.count == 0) continue;
+        void *sb = bench_alloc(s.send_elems * es), *rb = bench_alloc(s.recv_elems * es);
+        if (on_device) {
+            base->hs = devbuf_alloc_pinned(s.send_elems * es);
+            base->hr = devbuf_alloc_pinned(s.recv_elems * es);
+        }
+        int ok = sb && rb && (!on_device || (base->hs && base->hr)), all_ok;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctl);
+        if (all_ok) {
+            /* alternate which side goes first so drift in machine load hits both */
+            static int flip;
+            result_t rs, rb_;
+            if ((flip ^= 1)) { rb_ = measure(&s, base, sb, rb, ctl); rs = measure(&s, strata, sb, rb, ctl); }
+            else { rs = measure(&s, strata, sb, rb, ctl); rb_ = measure(&s, base, sb, rb, ctl); }
+            total_wrong += rs.wrong + rb_.wrong;
+            if (rank == 0) print_row(&s, &rs, &rb_);
+        } else if (rank == 0) {
+            printf("# %zu bytes: buffer allocation failed on a rank; stopping\n", s.bytes);
+        }
+        bench_free(sb); bench_free(rb);
+        if (on_device) {
+            if (base->hs) devbuf_free_pinned(base->hs);
+            if (base->hr) devbuf_free_pinned(base->hr);
+            base->hs = base->hr = NULL;
+        }
+        if (!all_ok) return -1;
+    }
+    if (rank == 0) printf("# out of bounds values: %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    return total_wrong;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int bad = 0, all_colls = 0;
+    for (int a = 1; a < argc; a++) {
+        const char *s = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
+        int found = 0;
+        if (!strcmp(s, "-c") && v) {
+            for (int k = 0; k < NCOLLS; k++)
+                if (!strcmp(v, coll_names[k].name)) { coll = coll_names[k].id; found = 1; }
+            if (!strcmp(v, "all")) all_colls = found = 1;
+            bad |= !found; a++;
+        } else if (!strcmp(s, "-t") && v) {
+            for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+                if (!strcmp(v, types[k].name)) { type = (int)k; found = 1; }
+            bad |= !found; a++;
+        } else if (!strcmp(s, "-o") && v) {
+            for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+                if (!strcmp(v, ops[k].name)) { opi = (int)k; found = 1; }
+            bad |= !found; a++;
+        } else if (!strcmp(s, "-b") && v) { min_bytes = parse_size(v); a++; }
+        else if (!strcmp(s, "-e") && v) { max_bytes = parse_size(v); a++; }
+        else if (!strcmp(s, "-f") && v) { factor = atof(v); a++; }
+        else if (!strcmp(s, "-w") && v) { warmup = atoi(v); a++; }
+        else if (!strcmp(s, "-n") && v) { iters = atoi(v); a++; }
+        else if (!strcmp(s, "--test") && v) { test_every_us = atof(v); bad |= test_every_us <= 0; a++; }
+        else if (!strcmp(s, "--no-check")) check = 0;
+        else if (!strcmp(s, "--device")) on_device = 1;
+        else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
+        else bad = 1;
+    }
+    if (bad || factor <= 1 || iters < 1 || warmup < 0 || min_bytes < 1 || max_bytes < min_bytes) {
+        if (rank == 0) usage();
+        MPI_Finalize();
+        return 2;
+    }
+    /* ctl: barriers and result reductions, never timed, never strata. */
+    MPI_Comm ctl, cs, cb;
+    MPI_Info off;
+    MPI_Info_create(&off);
+    MPI_Info_set(off, "strata", "off");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, off, &ctl);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cs);
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, off, &cb);
+    MPI_Info_free(&off);
+
+    int status = on_device ? device_init(ctl) : 0;
+    long wrong = 0;
+    if (status == 0) {
+        calibrate();
+        side_t strata = { "strata", cs, NULL, NULL }, base = { "base", cb, NULL, NULL };
+        for (int k = 0; k < NCOLLS && status == 0; k++) {
+            if (all_colls) coll = coll_names[k].id;
+            else if (k > 0) break;
+            if (all_colls && k > 0 && rank == 0) printf("\n");
+            long w = sweep(&strata, &base, ctl);
+            if (w < 0) status = 1;
+            else wrong += w;
+        }
+    }
+    if (on_device && status != 77) {
+        long counts[2] = { copy_failures, live_bufs }, all[2];
+        MPI_Allreduce(counts, all, 2, MPI_LONG, MPI_SUM, ctl);
+        if (rank == 0 && all[0]) printf("# device copies that failed: %ld FAILED\n", all[0]);
+        if (rank == 0 && all[1]) printf("# buffers strata_overlap did not free: %ld FAILED\n", all[1]);
+        if (all[0] || all[1]) status = 1;
+    }
+    MPI_Comm_free(&cs);
+    MPI_Comm_free(&cb);
+    MPI_Comm_free(&ctl);
+    MPI_Finalize();
+    return status ? status : wrong ? 1 : 0;
+}
