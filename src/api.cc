@@ -217,8 +217,9 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         // Setup agrees among all ranks, which a nonblocking call must not wait for: the
         // communicator's first blocking collective (of those strata serves) sets it up.
         if (team.broken()) return STRATA_ERR_BROKEN;
-        log(2, "%s: %s call on a communicator strata has not set up (its first blocking call does): handed back",
+        log(2, "%s: %s call on a communicator strata has not set up (its next blocking call does): handed back",
             strata_coll_name(coll), mode_note(start.mode) + 2);
+        team.want_setup();
         return STRATA_FALLBACK;
     }
     CoreTeam &core = static_cast<CoreTeam &>(team);
@@ -663,8 +664,8 @@ int strata_progress(void) {
     return Team::progress_all(&idle);
 }
 
-strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
-                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op) {
+static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                 size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const Start &how) {
     if (!team || coll < 0 || coll >= STRATA_COLL_COUNT) return status;
     Team &t = *static_cast<Team *>(team);
     // Arguments whose size, type and op are the call's, as its peers see them, so that
@@ -684,7 +685,18 @@ strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata
     a.send_counts = per.data();
     a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
     // Goes as far as its peers (setup, agreement), then fails the call for everyone.
-    return run_collective(t, coll, a);
+    return run_collective(t, coll, a, how);
+}
+
+strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
+                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op) {
+    return fail_call(team, coll, status, why, call_bytes, dtype, op, kBlocking);
+}
+
+strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req) {
+    return fail_call(team, coll, status, why, call_bytes, dtype, op, start_of(how, req));
 }
 
 const char *strata_team_last_error(const strata_team_t *team) {

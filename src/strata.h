@@ -256,6 +256,11 @@ strata_status_t strata_ireduce_scatter(strata_team_t *team, const void *sendbuf,
 strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
                                strata_dtype_t dtype, strata_op_t op, int root, const strata_start_t *how,
                                strata_request_t **req);
+/* strata_fail_call for a nonblocking or persistent call: on STRATA_OK *req fails with
+ * status (at every start); STRATA_FALLBACK as strata_fail_call. */
+strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req);
 /* A persistent call's next start (the previous one completed). */
 strata_status_t strata_request_start(strata_request_t *req);
 /* Progresses every queued call of this thread; 1 when req has completed (*status: its

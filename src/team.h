@@ -38,6 +38,10 @@ public:
     // them, so that a communicator that lives for a few small calls costs no shared
     // memory setup. True: hand this call back. The same answer on every rank.
     bool defer_setup(size_t call_bytes);
+    // A nonblocking call came before setup (it was handed back): the next blocking call
+    // sets the team up whatever its size, so that the nonblocking ones after it are
+    // served. The same on every rank: calls are collective and ordered.
+    void want_setup() { lazy_seen_ = cfg_.lazy_calls; }
     // A value that must be equal on every rank for schedules to match, which each
     // rank derives alone (the core: the hash of the rules file it read, algo/rules.h);
     // ok: this rank could derive it. Set before the first call. Setup agrees on it in
