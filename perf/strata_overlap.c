@@ -21,14 +21,16 @@
  *   strata: a duplicate of MPI_COMM_WORLD (the component, when selected, serves it)
  *   base:   MPI_Comm_dup_with_info(MPI_COMM_WORLD, {"strata": "off"}), which the
  *           component hands to the module it replaced (libnbc, for nonblocking calls)
- * ratio = base pure / strata pure (> 1: strata faster).
+ * ratio = base pure / strata pure (> 1: strata faster). strata serves nonblocking
+ * calls on a communicator once a blocking call has set it up; before measuring, each
+ * side gets one nonblocking and one blocking 4-byte allreduce (untimed).
  *
  * --device puts the buffers in GPU memory (test/common/devbuf; exit 77 without a GPU).
  * strata gets them directly; the base side is host staging, as in strata_bench:
  * device -> pinned host before the start, the collective on host memory, host ->
  * device after the wait, all of it inside the timed region (the compute runs between
- * the start and the wait, so the copies cannot hide). Device buffers need a strata
- * that serves nonblocking calls: the module it replaced is not CUDA-aware.
+ * the start and the wait, so the copies cannot hide). Where strata does not serve a
+ * nonblocking call itself, it stages the device buffers for the module it replaced.
  *
  *   strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]
  *                  [-w WARMUP] [-n ITERS] [--test K] [--no-check] [--device]
@@ -325,6 +327,20 @@ static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, M
     return r;
 }
 
+/* strata serves nonblocking calls on a communicator that a blocking call has set up
+ * (setup agrees among the ranks, which a nonblocking call must not wait for); until
+ * then it hands them back. A nonblocking call asks for setup and the blocking call
+ * after it does it, whatever its size, as an application's first blocking collective
+ * would. Done on both sides, untimed. */
+static void set_up(MPI_Comm comm)
+{
+    int one = 1, sum = 0;
+    MPI_Request req;
+    MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
+}
+
 /* ---------------------------------------------------------------- device */
 /* devbuf_init on every rank with its node-local rank; 0 if all ranks have a GPU,
  * otherwise 77 with the first failing rank's reason printed by rank 0. */
@@ -399,7 +415,7 @@ static void usage(void)
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --test K   call MPI_Test every K microseconds of computation (default: no MPI calls)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the base side stages\n"
-           "             through pinned host memory. Needs a strata that serves nonblocking calls.\n");
+           "             through pinned host memory\n");
 }
 
 /* One collective's table; returns the wrong elements of the sweep, or -1 if a
@@ -496,6 +512,8 @@ int main(int argc, char **argv)
     int status = on_device ? device_init(ctl) : 0;
     long wrong = 0;
     if (status == 0) {
+        set_up(cs);
+        set_up(cb);
         calibrate();
         side_t strata = { "strata", cs, NULL, NULL }, base = { "base", cb, NULL, NULL };
         for (int k = 0; k < NCOLLS && status == 0; k++) {
