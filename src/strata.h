@@ -103,6 +103,11 @@ typedef struct strata_transport {
     int (*agree_min)(void *ctx, int *values, int n);       /* values[i] = min over ranks, i < n */
     int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
+    /* Progresses the stack's other outstanding work (Open MPI: opal_progress, which
+     * also runs strata_progress), called while a blocking call waits, so that the
+     * stack's own nonblocking collectives, which a peer may be waiting for, advance.
+     * May be NULL. */
+    void (*progress)(void *ctx);
 } strata_transport_t;
 
 /* Where schedules run when every rank of a communicator has a GPU. */

@@ -234,6 +234,7 @@ private:
     int progress_queue(bool *idle);
     void complete(Call &call, Status st);
     void forget_queue();
+    void progress_others();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     const char *last_algorithm_ = nullptr;
 public:
