@@ -334,6 +334,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->check_args = 0;
     cfg->lazy_calls = 4;
     cfg->rules_file = nullptr;
+    cfg->setup_at_creation = 0;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
@@ -401,6 +402,11 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
 }
 
 void strata_team_destroy(strata_team_t *team) { delete static_cast<Team *>(team); }
+
+strata_status_t strata_team_setup(strata_team_t *team) {
+    if (team == nullptr) return STRATA_ERR_ARG;
+    return static_cast<Team *>(team)->ensure_setup();
+}
 
 // A NULL buffer where this rank has bytes to move fails the call on this rank (after
 // every rank got as far, so that its peers hear of it); in place is STRATA_IN_PLACE.

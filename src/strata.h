@@ -140,6 +140,7 @@ typedef struct strata_config {
     int check_args;                 /* agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
+    int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */
@@ -173,6 +174,12 @@ typedef struct strata_team strata_team_t;
 strata_status_t strata_team_create(int rank, int size, int node_key,
                                    const strata_transport_t *transport,
                                    const strata_config_t *cfg, strata_team_t **team);
+/* Sets the team up now (shared memory, GPU path; what the first collective call that
+ * needs it does otherwise): collective over the communicator, every rank must call it.
+ * STRATA_OK: calls may be served, nonblocking ones included; STRATA_FALLBACK: the team
+ * hands its calls back (agreed; a team where no rank had a GPU yet asks again at
+ * later blocking calls). */
+strata_status_t strata_team_setup(strata_team_t *team);
 /* Releases everything; safe on NULL. Not collective. */
 void strata_team_destroy(strata_team_t *team);
 

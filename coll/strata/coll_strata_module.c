@@ -276,6 +276,16 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
         m->team = NULL;
         return OMPI_ERROR;
     }
+    /* Set up now, a step of the communicator's creation that every rank takes (the
+     * previous modules, which the setup's agreements run on, are in place). */
+    if (cfg.setup_at_creation) {
+        st = strata_team_setup(m->team);
+        if (STRATA_OK != st && STRATA_FALLBACK != st) {
+            opal_output_verbose(1, mca_coll_strata_component.output,
+                                "coll:strata: setting up %s at its creation failed (%s)", comm->c_name,
+                                strata_status_name(st));
+        }
+    }
     opal_output_verbose(1, mca_coll_strata_component.output,
                         "coll:strata: %d: enabled on %s (cid %d, %d ranks, node key %d)",
                         ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), comm->c_name,
