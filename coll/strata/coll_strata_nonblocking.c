@@ -38,8 +38,10 @@ typedef struct layout {
     char *packed;
 } layout_t;
 
+/* Starts as an ompi_coll_base_nbc_request_t (coll_strata_compat.h): the MPI layer
+ * writes retained datatypes and ops after ompi_request_t. */
 typedef struct mca_coll_strata_request_t {
-    ompi_request_t super;
+    mca_coll_strata_nbc_request_t super;
     mca_coll_strata_module_t *m;
     const char *name;
     strata_start_t how;              /* ctx = this request */
@@ -66,7 +68,7 @@ static void request_construct(mca_coll_strata_request_t *r)
     r->nmem = 0;
 }
 
-OBJ_CLASS_INSTANCE(mca_coll_strata_request_t, ompi_request_t, request_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_coll_strata_request_t, ompi_coll_base_nbc_request_t, request_construct, NULL);
 
 static int progress_registered = 0;
 
@@ -103,14 +105,14 @@ static void release(mca_coll_strata_request_t *r)
     free(r->pack);
     free(r->unpack);
     OBJ_RELEASE(r->m->comm);
-    OMPI_REQUEST_FINI(&r->super);
+    OMPI_REQUEST_FINI(&r->super.super);
     OBJ_RELEASE(r);
 }
 
 static int request_free(ompi_request_t **req)
 {
     mca_coll_strata_request_t *r = (mca_coll_strata_request_t *) *req;
-    if (!REQUEST_COMPLETE(&r->super)) {
+    if (!REQUEST_COMPLETE(&r->super.super)) {
         return MPI_ERR_REQUEST;   /* a running collective cannot be let go (as libnbc) */
     }
     release(r);
@@ -127,8 +129,8 @@ static int request_cancel(ompi_request_t *req, int complete)
 
 static void finish(mca_coll_strata_request_t *r, int rc)
 {
-    r->super.req_status.MPI_ERROR = rc;
-    ompi_request_complete(&r->super, true);
+    r->super.super.req_status.MPI_ERROR = rc;
+    ompi_request_complete(&r->super.super, true);
 }
 
 /* The core's call ended (from strata_progress). */
@@ -171,9 +173,9 @@ static int run_packs(mca_coll_strata_request_t *r)
 static int start_one(mca_coll_strata_request_t *r)
 {
     int rc;
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
-    r->super.req_complete = REQUEST_PENDING;
-    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_complete = REQUEST_PENDING;
+    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     if (NULL != r->core) {
         rc = run_packs(r);
         if (MPI_SUCCESS != rc) {
@@ -216,13 +218,13 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
     if (NULL == r) {
         return NULL;
     }
-    OMPI_REQUEST_INIT(&r->super, persistent);
-    r->super.req_type = OMPI_REQUEST_COLL;
-    r->super.req_mpi_object.comm = m->comm;
-    r->super.req_free = request_free;
-    r->super.req_cancel = request_cancel;
-    r->super.req_start = request_start;
-    r->super.req_status._cancelled = 0;
+    OMPI_REQUEST_INIT(&r->super.super, persistent);
+    r->super.super.req_type = OMPI_REQUEST_COLL;
+    r->super.super.req_mpi_object.comm = m->comm;
+    r->super.super.req_free = request_free;
+    r->super.super.req_cancel = request_cancel;
+    r->super.super.req_start = request_start;
+    r->super.super.req_status._cancelled = 0;
     r->m = m;
     r->name = name;
     r->how.persistent = persistent;
@@ -300,12 +302,12 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
         release(r);
         return 1;
     }
-    *request = &r->super;
+    *request = &r->super.super;
     *rc = MPI_SUCCESS;
     if (persistent) {
         return 1;   /* inactive until MPI_Start */
     }
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     if (NULL == r->core) {
         finish(r, MPI_SUCCESS);   /* nothing to move */
     }
@@ -316,8 +318,11 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
 static const char *no_nonblocking(void)
 {
     /* The core progresses a thread's calls from that thread (strata_progress). */
-    return ompi_mpi_thread_multiple ? "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)"
-                                    : NULL;
+    if (ompi_mpi_thread_multiple) {
+        return "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)";
+    }
+    return mca_coll_strata_nbc_request_fits() ? NULL : "this Open MPI's nonblocking collective request is larger "
+                                                       "than strata's (nonblocking calls go to the previous component)";
 }
 
 /* The previous component's request on this rank's buffers, staged through host memory
@@ -339,11 +344,11 @@ static int wrap(mca_coll_strata_module_t *m, const char *name, int persistent, m
     r->stage = *p;
     r->staged = 1;
     r->copy_back = copy_back;
-    *request = &r->super;
+    *request = &r->super.super;
     if (persistent) {
         return MPI_SUCCESS;
     }
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     return ompi_request_set_callback(inner, inner_done, r);
 }
 
