@@ -72,6 +72,15 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
 }
 
 namespace {
+// The size a call's log line gives: what the call moves as MPI counts it (a reduction's
+// vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
+size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
+    if (coll != STRATA_COLL_ALLTOALL) return coll == STRATA_COLL_ALLGATHER ? call_bytes(coll, team, a) : a.bytes();
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    return total;
+}
+
 // Each rank reads the file alone; setup agrees on its hash (Team::expect_same), and
 // a team whose ranks disagree, or where one could not read it, uses the built-in
 // rules everywhere. Without a file every rank holds the same (empty) rules.
@@ -267,7 +276,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.alg = alg;
     info.alg_name = table.algorithms[alg].name;
     info.rule_line = rule_line;
-    info.bytes = args.bytes();
+    info.bytes = log_bytes(coll, team, args);
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
     info.why = args.why ? args.why : status_name(args.local);

@@ -233,9 +233,12 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
 #undef STRATA_CAPTURE
 
     /* Nonblocking and persistent entries whose previous one is missing are left to
-     * the base (strata's pointer is cleared before the base copies them). */
+     * the base (strata's pointer is cleared before the base copies them), all of them
+     * where this Open MPI's nonblocking request does not fit strata's
+     * (coll_strata_compat.h). */
 #define STRATA_CAPTURE_OPTIONAL(name)                                       \
-    if (NULL != comm->c_coll->coll_##name && NULL != comm->c_coll->coll_##name##_module) { \
+    if (NULL != comm->c_coll->coll_##name && NULL != comm->c_coll->coll_##name##_module && \
+        mca_coll_strata_nbc_request_fits()) {                               \
         m->prev.name = comm->c_coll->coll_##name;                           \
         m->prev.name##_module = comm->c_coll->coll_##name##_module;         \
         OBJ_RETAIN(m->prev.name##_module);                                  \

@@ -102,6 +102,12 @@ static void release(mca_coll_strata_request_t *r)
         free(r->mem[i]);
     }
     free(r->mem);
+    for (i = 0; i < r->npack; ++i) {
+        OBJ_RELEASE(r->pack[i].dt);
+    }
+    for (i = 0; i < r->nunpack; ++i) {
+        OBJ_RELEASE(r->unpack[i].dt);
+    }
     free(r->pack);
     free(r->unpack);
     OBJ_RELEASE(r->m->comm);
@@ -265,6 +271,7 @@ static int add_layout(mca_coll_strata_request_t *r, int at_start, void *user, in
     l[*n].dt = dt;
     l[*n].packed = packed;
     ++*n;
+    OBJ_RETAIN(dt);   /* a persistent call's may be freed before its starts (MPI allows it) */
     return 1;
 }
 
@@ -387,93 +394,20 @@ static int local_failure(mca_coll_strata_request_t *r, strata_coll_t coll, strat
                  rc);
 }
 
-static int allreduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, int count,
-                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int persistent,
-                        struct ompi_info_t *info, ompi_request_t **request)
-{
-    const char *name = NAME(persistent, "allreduce"), *why = no_nonblocking();
-    size_t bytes = 0, per = 1;
-    strata_dtype_t sdt = STRATA_BYTE;
-    strata_op_t sop = STRATA_OP_SUM;
-    int packed = 0, rc = MPI_SUCCESS;
-    struct ompi_datatype_t *basic = dtype;
-    mca_coll_strata_pair_t p;
-    ptrdiff_t lo;
-    size_t len;
-    ompi_request_t *inner = NULL;
-
-    ompi_datatype_type_size(dtype, &bytes);
-    bytes *= (size_t) count;
-    if (NULL == why && 0 == bytes) {
-        why = "nothing to move";
-    }
-    if (NULL == why) {
-        why = mca_coll_strata_reduction_type(dtype, op, &sdt, &sop, &per, &packed, &basic);
-    }
-    if (NULL == why) {
-        mca_coll_strata_request_t *r = request_new(m, name, persistent);
-        const void *s = MPI_IN_PLACE == sbuf ? MPI_IN_PLACE : sbuf;
-        void *d = rbuf;
-        if (NULL == r) {
-            return MPI_ERR_NO_MEM;
-        }
-        if (packed) {
-            s = as_bytes(r, MPI_IN_PLACE == sbuf ? rbuf : sbuf, count, dtype, 1, 0);
-            d = as_bytes(r, rbuf, count, dtype, 0, 1);
-            if (NULL == s || NULL == d) {
-                return local_failure(r, STRATA_COLL_ALLREDUCE, STRATA_ERR_NOMEM, "no memory to pack the datatype",
-                                     bytes, sdt, sop, request, &rc) ? rc : MPI_ERR_NO_MEM;
-            }
-            if (!persistent && MPI_SUCCESS != run_packs(r)) {
-                return local_failure(r, STRATA_COLL_ALLREDUCE, STRATA_ERR_ARG, "packing the datatype failed", bytes,
-                                     sdt, sop, request, &rc) ? rc : MPI_ERR_INTERN;
-            }
-        }
-        if (taken(r, strata_iallreduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, &r->how,
-                                       &r->core),
-                  request, &rc)) {
-            return rc;
-        }
-        why = mca_coll_strata_why_core_declined;
-    }
-    mca_coll_strata_log_fallback(m->comm, name, bytes, why);
-    mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
-    if (!stage(&p, name, sbuf, lo, len, rbuf, lo, len, &rc)) {
-        return PREV_DIRECT(m, persistent, allreduce, sbuf, rbuf, count, dtype, op);
-    }
-    if (MPI_SUCCESS == rc) {
-        rc = PREV(m, persistent, allreduce, p.su, p.ru, count, dtype, op);
-    }
-    return wrap(m, name, persistent, &p, 1, rc, inner, request);
-}
-
-int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module)
-{
-    (void) comm;
-    return allreduce_nb(M(module), sbuf, rbuf, count, dtype, op, 0, NULL, request);
-}
-
-int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void) comm;
-    return allreduce_nb(M(module), sbuf, rbuf, count, dtype, op, 1, info, request);
-}
-
+/* reduce to root, or allreduce (root < 0). */
 static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, int count,
                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root, int persistent,
                      struct ompi_info_t *info, ompi_request_t **request)
 {
-    const char *name = NAME(persistent, "reduce"), *why = no_nonblocking();
-    const int is_root = ompi_comm_rank(m->comm) == root;
+    const int all = root < 0, is_root = all || ompi_comm_rank(m->comm) == root;
+    const strata_coll_t coll = all ? STRATA_COLL_ALLREDUCE : STRATA_COLL_REDUCE;
+    const char *name = all ? NAME(persistent, "allreduce") : NAME(persistent, "reduce"), *why = no_nonblocking();
     size_t bytes = 0, per = 1;
     strata_dtype_t sdt = STRATA_BYTE;
     strata_op_t sop = STRATA_OP_SUM;
     int packed = 0, rc = MPI_SUCCESS;
     struct ompi_datatype_t *basic = dtype;
+    strata_status_t st;
     mca_coll_strata_pair_t p;
     ptrdiff_t lo;
     size_t len;
@@ -498,17 +432,19 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
             s = as_bytes(r, MPI_IN_PLACE == sbuf ? rbuf : sbuf, count, dtype, 1, 0);
             d = is_root ? as_bytes(r, rbuf, count, dtype, 0, 1) : NULL;
             if (NULL == s || (is_root && NULL == d)) {
-                return local_failure(r, STRATA_COLL_REDUCE, STRATA_ERR_NOMEM, "no memory to pack the datatype", bytes,
+                return local_failure(r, coll, STRATA_ERR_NOMEM, "no memory to pack the datatype", bytes,
                                      sdt, sop, request, &rc) ? rc : MPI_ERR_NO_MEM;
             }
             if (!persistent && MPI_SUCCESS != run_packs(r)) {
-                return local_failure(r, STRATA_COLL_REDUCE, STRATA_ERR_ARG, "packing the datatype failed", bytes, sdt,
+                return local_failure(r, coll, STRATA_ERR_ARG, "packing the datatype failed", bytes, sdt,
                                      sop, request, &rc) ? rc : MPI_ERR_INTERN;
             }
         }
-        if (taken(r, strata_ireduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, root,
-                                    &r->how, &r->core),
-                  request, &rc)) {
+        st = all ? strata_iallreduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, &r->how,
+                                     &r->core)
+                 : strata_ireduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, root, &r->how,
+                                  &r->core);
+        if (taken(r, st, request, &rc)) {
             return rc;
         }
         why = mca_coll_strata_why_core_declined;
@@ -516,12 +452,30 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
     mca_coll_strata_log_fallback(m->comm, name, bytes, why);
     mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
     if (!stage(&p, name, sbuf, lo, len, is_root ? rbuf : NULL, lo, is_root ? len : 0, &rc)) {
-        return PREV_DIRECT(m, persistent, reduce, sbuf, rbuf, count, dtype, op, root);
+        return all ? PREV_DIRECT(m, persistent, allreduce, sbuf, rbuf, count, dtype, op)
+                   : PREV_DIRECT(m, persistent, reduce, sbuf, rbuf, count, dtype, op, root);
     }
     if (MPI_SUCCESS == rc) {
-        rc = PREV(m, persistent, reduce, p.su, is_root ? p.ru : rbuf, count, dtype, op, root);
+        rc = all ? PREV(m, persistent, allreduce, p.su, p.ru, count, dtype, op)
+                 : PREV(m, persistent, reduce, p.su, is_root ? p.ru : rbuf, count, dtype, op, root);
     }
     return wrap(m, name, persistent, &p, is_root, rc, inner, request);
+}
+
+int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 0, NULL, request);
+}
+
+int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 1, info, request);
 }
 
 int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
