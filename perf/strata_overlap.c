@@ -5,7 +5,8 @@
  *   pure     MPI_I<coll>(...); MPI_Wait
  *   compute  the compute loop alone, sized to take `pure` on this side
  *   overlap  MPI_I<coll>(...); compute loop; MPI_Wait
- * each as the max over ranks, and prints
+ * each as the max over ranks (compute and overlap alternate, call by call, so that
+ * a change in the machine's load hits both), and prints
  *   overlap% = max(0, 1 - (overlap - compute) / pure) * 100
  * i.e. the share of the collective's time that the computation hid. 100: the call
  * cost nothing beyond the computation; 0: none of it ran while the rank computed.
@@ -291,21 +292,44 @@ static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb, lo
 
 typedef struct { double pure, compute, overlapped, overlap; long wrong; } result_t;
 
-/* Mean time per call of `iters` calls with `units` of computation each (units < 0:
- * the computation alone, no collective), as the max over ranks. */
-static double timed(const shape_t *s, const side_t *d, void *sb, void *rb, long units, MPI_Comm ctl)
+static double max_over_ranks(double v, MPI_Comm ctl)
 {
-    double mean, most;
+    double most;
+    MPI_Allreduce(&v, &most, 1, MPI_DOUBLE, MPI_MAX, ctl);
+    return most;
+}
+
+/* Mean per call of `iters` calls without computation, max over ranks. */
+static double time_pure(const shape_t *s, const side_t *d, void *sb, void *rb, MPI_Comm ctl)
+{
     MPI_Barrier(ctl);
     double t0 = MPI_Wtime();
     for (int k = 0; k < iters; k++) {
-        if (units < 0) compute(-units, NULL);
-        else run_call(s, d, sb, rb, units);
+        run_call(s, d, sb, rb, 0);
+        if (on_device) devbuf_sync();   /* nothing left running on the GPU, as below */
     }
-    if (on_device && units >= 0) devbuf_sync();   /* nothing left running on the GPU */
-    mean = (MPI_Wtime() - t0) / iters * 1e6;
-    MPI_Allreduce(&mean, &most, 1, MPI_DOUBLE, MPI_MAX, ctl);
-    return most;
+    return max_over_ranks((MPI_Wtime() - t0) / iters * 1e6, ctl);
+}
+
+/* The computation alone and the call with it inside, alternating, so that drift in
+ * the machine's load hits both alike: each mean per call, max over ranks. */
+static void time_overlap(const shape_t *s, const side_t *d, void *sb, void *rb, long units, MPI_Comm ctl,
+                         double *comp_us, double *ovl_us)
+{
+    double comp = 0, ovl = 0;
+    MPI_Barrier(ctl);
+    for (int k = 0; k < iters; k++) {
+        double t0 = MPI_Wtime();
+        compute(units, NULL);
+        double t1 = MPI_Wtime();
+        run_call(s, d, sb, rb, units);
+        if (on_device) devbuf_sync();
+        double t2 = MPI_Wtime();
+        comp += t1 - t0;
+        ovl += t2 - t1;
+    }
+    *comp_us = max_over_ranks(comp / iters * 1e6, ctl);
+    *ovl_us = max_over_ranks(ovl / iters * 1e6, ctl);
 }
 
 static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, MPI_Comm ctl)
@@ -313,14 +337,13 @@ static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, M
     result_t r;
     long w = check ? check_once(s, d, sb, rb, 0) : 0;
     for (int k = 0; k < warmup; k++) run_call(s, d, sb, rb, 0);
-    r.pure = timed(s, d, sb, rb, 0, ctl);
+    r.pure = time_pure(s, d, sb, rb, ctl);
     /* the computation lasts as long as this side's pure call, on every rank */
     long units = (long)(r.pure * units_per_us);
     if (units < 1) units = 1;
-    r.compute = timed(s, d, sb, rb, -units, ctl);
     /* the overlapped path is checked too: progress during computation is new code */
     if (check) w += check_once(s, d, sb, rb, units);
-    r.overlapped = timed(s, d, sb, rb, units, ctl);
+    time_overlap(s, d, sb, rb, units, ctl, &r.compute, &r.overlapped);
     r.overlap = r.pure > 0 ? (1 - (r.overlapped - r.compute) / r.pure) * 100 : 0;
     if (r.overlap < 0) r.overlap = 0;
     MPI_Allreduce(&w, &r.wrong, 1, MPI_LONG, MPI_SUM, ctl);
