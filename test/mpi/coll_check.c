@@ -585,7 +585,7 @@ static void run_alltoall(void)
 
 /* Elements sent from src to dst. Symmetric for the in-place variant.
  * Without zeros for in-place MPI_Ialltoallv and its persistent form unless -Z: Open
- * MPI's libnbc (4.1.4, and main as of 2025) gets those wrong once a block is past the
+ * MPI's libnbc (4.1.4 and 5.0.7 seen here) gets those wrong once a block is past the
  * eager limit. Its in-place schedule leaves out a round's closing barrier when the
  * count for one peer is zero, so its next round refills the temporary buffer while
  * the previous send from it is still being read (seen at np 4 from 1021 ints). */
