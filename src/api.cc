@@ -123,18 +123,105 @@ int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable
 }
 }  // namespace
 
-// Sets up the team if needed, picks the algorithm (setting or rule), builds, runs,
-// counts and logs the call.
-// Every decision before begin_call depends only on agreed values (setup, settings,
-// type and op, size), so a call reaches begin_call on every rank or on none.
-Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
-    if (team.defer_setup(call_bytes(coll, team, args))) {
-        log(2, "%s: small call on a communicator not set up yet: handed back (coll_strata_lazy_calls)",
-            strata_coll_name(coll));
+// How a call is made: blocking, or (with a request) nonblocking or persistent.
+struct Start {
+    CallInfo::Mode mode = CallInfo::Blocking;
+    const strata_start_t *how = nullptr;
+    strata_request_t **request = nullptr;
+};
+
+namespace {
+const char *mode_note(CallInfo::Mode m) {
+    return m == CallInfo::Nonblocking ? ", nonblocking" : m == CallInfo::Persistent ? ", persistent" : "";
+}
+
+// The end of a call whose schedule ran with outcome st: a failure becomes the team's
+// (its peers hear of it); else the call ends on the node, is counted and logged.
+Status finish_call(Team &team, Call &call, Status st) {
+    const CallInfo &i = call.info;
+    if (st != STRATA_OK)
+        return team.broken() ? st : team.fail_call(st, std::string(i.alg_name) + ": " + status_name(st));
+    STRATA_CHECK(team.end_call());
+    team.count_call(i.coll, i.alg, i.alg_name);
+    char from_rule[48] = "";
+    if (i.rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", i.rule_line);
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s%s", strata_coll_name(i.coll), i.bytes,
+        team.layout().nnodes(), team.layout().max_local_size(), i.alg_name, from_rule,
+        team.device() ? " in GPU memory" : "", call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
+        !i.copied ? "" : team.device() ? ", host buffers staged through the GPU" : ", device buffers staged through host",
+        mode_note(i.mode));
+    return STRATA_OK;
+}
+
+// The algorithm's schedule, between the copies of this rank's buffers in (a rank's
+// buffers that are not of the team's memory kind are copied: copies.h) and out. The
+// schedule is the one every rank builds, whatever its buffers are.
+Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &args) {
+    CallInfo &i = call.info;
+    CollArgs work = args;
+    BufferCopies &copies = call.copies();
+    STRATA_CHECK(copies.enter(i.coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work));
+    i.copied = copies.active();
+    Schedule &s = call.schedule();
+    // Everything the algorithm builds starts after the copies in (node peers may read
+    // a copy in place once it is posted: Call::map_peers posts after them too).
+    s.start_after(copies.copy_in(s));
+    STRATA_CHECK(alg.build(call, work));
+    if (i.copied) copies.copy_out(s, {s.join_all()});
+    team.dump_schedule(s, i.coll, alg.name, i.call_bytes);
+    return STRATA_OK;
+}
+}  // namespace
+
+// The C handle of a nonblocking or persistent call.
+}  // namespace strata
+struct strata_request {
+    strata::Team *team = nullptr;
+    std::unique_ptr<strata::Call> call;
+    strata_start_t how{};
+    bool persistent = false;
+    bool done = true;  // not started, or completed
+    strata::Status status = STRATA_OK;
+};
+namespace strata {
+
+namespace {
+// Queues the request's call; *req completes from a later progress (or at once).
+void start_request(strata_request *r) {
+    r->done = false;
+    r->status = STRATA_OK;
+    r->team->submit(*r->call);
+    bool idle = false;
+    Team::progress_all(&idle);  // gets it going where nothing waits for a peer
+}
+}  // namespace
+
+// Sets up the team if needed (blocking calls), picks the algorithm (setting or rule),
+// builds, and runs the call (blocking) or queues it (nonblocking, persistent).
+// Every decision before the call is numbered depends only on agreed values (setup,
+// settings, type and op, size, whether the call is blocking), so a call is numbered
+// on every rank or on none. A blocking call first waits for the team's queued ones:
+// it comes after them in MPI's order.
+Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{}) {
+    const bool blocking = start.mode == CallInfo::Blocking;
+    if (blocking) {
+        team.drain();
+        if (team.defer_setup(call_bytes(coll, team, args))) {
+            log(2, "%s: small call on a communicator not set up yet: handed back (coll_strata_lazy_calls)",
+                strata_coll_name(coll));
+            return STRATA_FALLBACK;
+        }
+        Status st = team.ensure_setup();
+        if (st != STRATA_OK) return st;
+    } else if (!team.ready()) {
+        // Setup agrees among all ranks, which a nonblocking call must not wait for: the
+        // communicator's first blocking collective (of those strata serves) sets it up.
+        if (team.broken()) return STRATA_ERR_BROKEN;
+        log(2, "%s: %s call on a communicator strata has not set up (its next blocking call does): handed back",
+            strata_coll_name(coll), mode_note(start.mode) + 2);
+        team.want_setup();
         return STRATA_FALLBACK;
     }
-    Status st = team.ensure_setup();
-    if (st != STRATA_OK) return st;
     CoreTeam &core = static_cast<CoreTeam &>(team);
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
@@ -150,52 +237,79 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args) {
     uint64_t size_sig = 0;
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);
-    if (team.config().check_args) {
-        st = team.agree_call(coll, size_sig, meta_sig, args.local, args.why ? args.why : "");
+    // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
+    if (blocking && team.config().check_args) {
+        const Status st = team.agree_call(coll, size_sig, meta_sig, args.local, args.why ? args.why : "");
         if (st != STRATA_OK) return st;
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
     int alg = team.config().algorithm[coll], rule_line = 0;
     if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
     if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
-
-    Call &call = team.blocking_call();
-    STRATA_CHECK(team.begin_call(call, coll, uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig));
-    if (args.local != STRATA_OK) return team.fail_call(args.local, args.why ? args.why : status_name(args.local));
-    auto failed = [&](Status err, const char *what) {
-        return team.broken() ? err : team.fail_call(err, std::string(what) + ": " + status_name(err));
-    };
-
-    // A rank's buffers that are not of the team's memory kind are copied (copies.h);
-    // the algorithm's schedule is the one every rank builds, whatever its buffers
-    // are, and runs between the copies in and the copies out.
-    CollArgs work = args;
-    BufferCopies &copies = call.copies();
-    st = copies.enter(coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work);
-    if (st != STRATA_OK) return failed(st, "staging this rank's buffers");
-    const bool copied = copies.active();
-    Schedule &s = call.schedule();
-    // Everything the algorithm builds starts after the copies in (node peers may read
-    // a copy in place once it is posted: Call::map_peers posts after them too).
-    s.start_after(copies.copy_in(s));
-    st = table.algorithms[alg].build(call, work);
-    if (st == STRATA_OK) {
-        if (copied) copies.copy_out(s, {s.join_all()});
-        team.dump_schedule(s, coll, table.algorithms[alg].name, call_bytes(coll, team, args));
-        st = call.run();
+    // An algorithm that exchanges with peers while it builds cannot serve a call that
+    // must not wait: the table's first one that does not (agreed: the mode is).
+    if (!blocking && table.algorithms[alg].exchanges_at_build) {
+        int other = 0;
+        while (other < table.count && table.algorithms[other].exchanges_at_build) ++other;
+        if (other == table.count) return STRATA_FALLBACK;
+        alg = other;
+        rule_line = 0;
     }
-    if (st != STRATA_OK) return failed(st, table.algorithms[alg].name);
-    STRATA_CHECK(team.end_call());
-    team.count_call(coll, alg, table.algorithms[alg].name);
-    char from_rule[48] = "";
-    if (rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", rule_line);
-    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s", strata_coll_name(coll),
-        args.bytes(), team.layout().nnodes(), team.layout().max_local_size(),
-        table.algorithms[alg].name, from_rule,
-        team.device() ? " in GPU memory" : "",
-        call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
-        !copied ? "" : team.device() ? ", host buffers staged through the GPU"
-                                     : ", device buffers staged through host");
+
+    std::unique_ptr<Call> owned;
+    Call &call = blocking ? team.blocking_call() : *(owned = team.take_call());
+    call.reset();
+    CallInfo &info = call.info;
+    info = CallInfo{};
+    info.mode = start.mode;
+    info.coll = coll;
+    info.sig = uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig;
+    info.alg = alg;
+    info.alg_name = table.algorithms[alg].name;
+    info.rule_line = rule_line;
+    info.bytes = args.bytes();
+    info.call_bytes = call_bytes(coll, team, args);
+    info.local = args.local;
+    info.why = args.why ? args.why : status_name(args.local);
+
+    if (blocking) {
+        // Numbered first: an algorithm may exchange with peers while it builds.
+        STRATA_CHECK(team.begin_call(call));
+        if (args.local != STRATA_OK) return team.fail_call(args.local, info.why);
+        Status st = build_call(team, call, table.algorithms[alg], args);
+        if (st == STRATA_OK) st = team.run_call(call);
+        return finish_call(team, call, st);
+    }
+    // Nonblocking or persistent: built now, numbered and run when it reaches the head
+    // of the team's queue. A rank that cannot build it fails it there, so that its
+    // peers hear of it as of any failure.
+    if (info.local == STRATA_OK) {
+        const Status st = build_call(team, call, table.algorithms[alg], args);
+        if (st != STRATA_OK) {
+            info.local = st;
+            info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
+        }
+    }
+    strata_request *r = new (std::nothrow) strata_request;
+    if (r == nullptr) {
+        // Its peers queue the call too: it is queued to fail there (its object is let go).
+        info.local = STRATA_ERR_NOMEM;
+        info.why = "no memory for the request";
+        team.submit(*owned.release());
+        return STRATA_ERR_NOMEM;
+    }
+    r->team = &team;
+    r->how = start.how ? *start.how : strata_start_t{};
+    r->persistent = start.mode == CallInfo::Persistent;
+    r->call = std::move(owned);
+    call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
+    call.on_complete = [r](Status st) {
+        r->status = st;
+        r->done = true;
+        if (r->how.complete) r->how.complete(r->how.ctx, st);
+    };
+    *start.request = r;
+    if (!r->persistent) start_request(r);
     return STRATA_OK;
 }
 
@@ -299,8 +413,8 @@ static void need(CollArgs *a, const void *buf, bool has_bytes, const char *why) 
 static const char kNullSend[] = "the send buffer is NULL (MPI_IN_PLACE is not NULL)";
 static const char kNullRecv[] = "the receive buffer is NULL";
 
-strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                                 size_t count, strata_dtype_t dtype, strata_op_t op) {
+static strata_status_t allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                                 strata_dtype_t dtype, strata_op_t op, const Start &how) {
     if (!team) return STRATA_ERR_ARG;
     if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
     if (count == 0) return STRATA_OK;
@@ -312,14 +426,14 @@ strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void 
     a.op = op;
     need(&a, recvbuf, true, kNullRecv);
     need(&a, a.sendbuf, true, kNullSend);
-    return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLREDUCE, a);
+    return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLREDUCE, a, how);
 }
 
 // Common entry checks: a team, a known collective; the byte forms take STRATA_BYTE.
 static Status check_team(strata_team_t *team) { return team ? STRATA_OK : STRATA_ERR_ARG; }
 
-strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                                  const size_t *bytes, const size_t *displs) {
+static strata_status_t allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *bytes,
+                                  const size_t *displs, const Start &how) {
     STRATA_CHECK(check_team(team));
     if (!bytes || !displs) return STRATA_ERR_ARG;
     Team &t = *static_cast<Team *>(team);
@@ -335,19 +449,19 @@ strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void
     if (total == 0) return STRATA_OK;  // the same on every rank: MPI makes the counts agree
     need(&a, recvbuf, true, kNullRecv);
     need(&a, a.sendbuf, a.count > 0, kNullSend);
-    return run_collective(t, STRATA_COLL_ALLGATHER, a);
+    return run_collective(t, STRATA_COLL_ALLGATHER, a, how);
 }
 
-strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                                 size_t bytes_per_rank) {
+static strata_status_t allgather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                 const Start &how) {
     STRATA_CHECK(check_team(team));
     const Team &t = *static_cast<Team *>(team);
     std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
     for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
-    return strata_allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data());
+    return allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data(), how);
 }
 
-strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int root) {
+static strata_status_t bcast(strata_team_t *team, void *buf, size_t bytes, int root, const Start &how) {
     STRATA_CHECK(check_team(team));
     Team &t = *static_cast<Team *>(team);
     if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
@@ -358,13 +472,13 @@ strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int r
     a.count = bytes;
     a.root = root;
     need(&a, buf, true, "the buffer is NULL");
-    return run_collective(t, STRATA_COLL_BCAST, a);
+    return run_collective(t, STRATA_COLL_BCAST, a, how);
 }
 
 namespace {
 // uniform: plain alltoall, whose blocks every rank knows the place of in every buffer.
 strata_status_t alltoall(strata_team_t *team, const void *sendbuf, const size_t *sbytes, const size_t *sdispls,
-                         void *recvbuf, const size_t *rbytes, const size_t *rdispls, bool uniform) {
+                         void *recvbuf, const size_t *rbytes, const size_t *rdispls, bool uniform, const Start &how) {
     STRATA_CHECK(check_team(team));
     if (!rbytes || !rdispls) return STRATA_ERR_ARG;
     const bool in_place = sendbuf == STRATA_IN_PLACE;
@@ -388,27 +502,21 @@ strata_status_t alltoall(strata_team_t *team, const void *sendbuf, const size_t 
     if (uniform && !receives) return STRATA_OK;  // the same on every rank
     need(&a, recvbuf, receives, kNullRecv);
     need(&a, a.sendbuf, sends, kNullSend);
-    return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLTOALL, a);
+    return run_collective(*static_cast<Team *>(team), STRATA_COLL_ALLTOALL, a, how);
 }
 }  // namespace
 
-strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
-                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes,
-                                 const size_t *rdispls) {
-    return alltoall(team, sendbuf, sbytes, sdispls, recvbuf, rbytes, rdispls, false);
-}
-
-strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                                size_t bytes_per_rank) {
+static strata_status_t alltoall_uniform(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                        size_t bytes_per_rank, const Start &how) {
     STRATA_CHECK(check_team(team));
     const Team &t = *static_cast<Team *>(team);
     std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
     for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
-    return alltoall(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(), displs.data(), true);
+    return alltoall(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(), displs.data(), true, how);
 }
 
-strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                                      const size_t *counts, strata_dtype_t dtype, strata_op_t op) {
+static strata_status_t reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                      strata_dtype_t dtype, strata_op_t op, const Start &how) {
     STRATA_CHECK(check_team(team));
     if (!counts) return STRATA_ERR_ARG;
     if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
@@ -424,11 +532,11 @@ strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, 
     a.op = op;
     need(&a, recvbuf, a.in_place || counts[t.rank()] > 0, kNullRecv);
     need(&a, a.sendbuf, true, kNullSend);
-    return run_collective(t, STRATA_COLL_REDUCE_SCATTER, a);
+    return run_collective(t, STRATA_COLL_REDUCE_SCATTER, a, how);
 }
 
-strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
-                              size_t count, strata_dtype_t dtype, strata_op_t op, int root) {
+static strata_status_t reduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                              strata_dtype_t dtype, strata_op_t op, int root, const Start &how) {
     STRATA_CHECK(check_team(team));
     Team &t = *static_cast<Team *>(team);
     if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
@@ -448,11 +556,116 @@ strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *re
     }
     need(&a, recvbuf, t.rank() == root, kNullRecv);
     need(&a, a.sendbuf, true, kNullSend);
-    return run_collective(t, STRATA_COLL_REDUCE, a);
+    return run_collective(t, STRATA_COLL_REDUCE, a, how);
 }
 
-strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
-                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op) {
+// ---- the entry points: blocking, and nonblocking or persistent (strata.h)
+namespace {
+const Start kBlocking{};
+// A nonblocking or persistent call's Start; *req is NULL until a request exists.
+Start start_of(const strata_start_t *how, strata_request_t **req) {
+    *req = nullptr;
+    return Start{how && how->persistent ? CallInfo::Persistent : CallInfo::Nonblocking, how, req};
+}
+}  // namespace
+
+strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                                 strata_dtype_t dtype, strata_op_t op) {
+    return allreduce(team, sendbuf, recvbuf, count, dtype, op, kBlocking);
+}
+strata_status_t strata_iallreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                                  strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req) {
+    return allreduce(team, sendbuf, recvbuf, count, dtype, op, start_of(how, req));
+}
+strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank) {
+    return allgather(team, sendbuf, recvbuf, bytes_per_rank, kBlocking);
+}
+strata_status_t strata_iallgather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                  const strata_start_t *how, strata_request_t **req) {
+    return allgather(team, sendbuf, recvbuf, bytes_per_rank, start_of(how, req));
+}
+strata_status_t strata_allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *bytes,
+                                  const size_t *displs) {
+    return allgatherv(team, sendbuf, recvbuf, bytes, displs, kBlocking);
+}
+strata_status_t strata_iallgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *bytes,
+                                   const size_t *displs, const strata_start_t *how, strata_request_t **req) {
+    return allgatherv(team, sendbuf, recvbuf, bytes, displs, start_of(how, req));
+}
+strata_status_t strata_bcast(strata_team_t *team, void *buf, size_t bytes, int root) {
+    return bcast(team, buf, bytes, root, kBlocking);
+}
+strata_status_t strata_ibcast(strata_team_t *team, void *buf, size_t bytes, int root, const strata_start_t *how,
+                              strata_request_t **req) {
+    return bcast(team, buf, bytes, root, start_of(how, req));
+}
+strata_status_t strata_alltoall(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank) {
+    return alltoall_uniform(team, sendbuf, recvbuf, bytes_per_rank, kBlocking);
+}
+strata_status_t strata_ialltoall(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                 const strata_start_t *how, strata_request_t **req) {
+    return alltoall_uniform(team, sendbuf, recvbuf, bytes_per_rank, start_of(how, req));
+}
+strata_status_t strata_alltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                 const size_t *sdispls, void *recvbuf, const size_t *rbytes, const size_t *rdispls) {
+    return alltoall(team, sendbuf, sbytes, sdispls, recvbuf, rbytes, rdispls, false, kBlocking);
+}
+strata_status_t strata_ialltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                  const size_t *sdispls, void *recvbuf, const size_t *rbytes, const size_t *rdispls,
+                                  const strata_start_t *how, strata_request_t **req) {
+    return alltoall(team, sendbuf, sbytes, sdispls, recvbuf, rbytes, rdispls, false, start_of(how, req));
+}
+strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                      strata_dtype_t dtype, strata_op_t op) {
+    return reduce_scatter(team, sendbuf, recvbuf, counts, dtype, op, kBlocking);
+}
+strata_status_t strata_ireduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                       const size_t *counts, strata_dtype_t dtype, strata_op_t op,
+                                       const strata_start_t *how, strata_request_t **req) {
+    return reduce_scatter(team, sendbuf, recvbuf, counts, dtype, op, start_of(how, req));
+}
+strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                              strata_dtype_t dtype, strata_op_t op, int root) {
+    return reduce(team, sendbuf, recvbuf, count, dtype, op, root, kBlocking);
+}
+strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                               strata_dtype_t dtype, strata_op_t op, int root, const strata_start_t *how,
+                               strata_request_t **req) {
+    return reduce(team, sendbuf, recvbuf, count, dtype, op, root, start_of(how, req));
+}
+
+strata_status_t strata_request_start(strata_request_t *req) {
+    if (req == nullptr || !req->persistent || !req->done) return STRATA_ERR_ARG;
+    start_request(req);
+    return STRATA_OK;
+}
+
+int strata_request_test(strata_request_t *req, strata_status_t *status) {
+    if (req == nullptr) return 1;
+    if (!req->done) {
+        bool idle = false;
+        Team::progress_all(&idle);
+    }
+    if (req->done && status) *status = req->status;
+    return req->done ? 1 : 0;
+}
+
+strata_status_t strata_request_free(strata_request_t *req) {
+    if (req == nullptr) return STRATA_OK;
+    if (!req->done) return STRATA_ERR_ARG;
+    req->team->return_call(std::move(req->call));
+    delete req;
+    return STRATA_OK;
+}
+
+int strata_progress(void) {
+    bool idle = false;
+    return Team::progress_all(&idle);
+}
+
+static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                 size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const Start &how) {
     if (!team || coll < 0 || coll >= STRATA_COLL_COUNT) return status;
     Team &t = *static_cast<Team *>(team);
     // Arguments whose size, type and op are the call's, as its peers see them, so that
@@ -472,7 +685,18 @@ strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata
     a.send_counts = per.data();
     a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
     // Goes as far as its peers (setup, agreement), then fails the call for everyone.
-    return run_collective(t, coll, a);
+    return run_collective(t, coll, a, how);
+}
+
+strata_status_t strata_fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status,
+                                 const char *why, size_t call_bytes, strata_dtype_t dtype, strata_op_t op) {
+    return fail_call(team, coll, status, why, call_bytes, dtype, op, kBlocking);
+}
+
+strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req) {
+    return fail_call(team, coll, status, why, call_bytes, dtype, op, start_of(how, req));
 }
 
 const char *strata_team_last_error(const strata_team_t *team) {

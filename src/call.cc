@@ -9,14 +9,13 @@ Call::Call(Team &team) : team_(team) {}
 
 Call::~Call() = default;
 
-void Call::begin(uint64_t number) {
-    number_ = number;
+void Call::reset() {
     seg_seq_ = 0;
     mapped_ = false;
     sched_.clear();
 }
 
-void Call::restart(uint64_t number) {
+void Call::set_number(uint64_t number) {
     number_ = number;
     mapped_ = false;
     sched_.rewind();
@@ -27,6 +26,8 @@ Numbering Call::numbering() const {
 }
 
 Status Call::run() { return sched_.run(team_.p2p(), &team_, numbering()); }
+
+Status Call::start() { return sched_.start(team_.p2p(), &team_, numbering()); }
 
 uint64_t Call::take_segments(uint64_t n) {
     const uint64_t first = seg_seq_;

@@ -13,7 +13,9 @@
 #ifndef STRATA_CALL_H
 #define STRATA_CALL_H
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine.h"
@@ -22,6 +24,22 @@
 namespace strata {
 
 class BufferCopies;
+
+// What the core decided for a call before building it: what it starts and ends with.
+struct CallInfo {
+    enum Mode { Blocking, Nonblocking, Persistent };
+    Mode mode = Blocking;
+    strata_coll_t coll = STRATA_COLL_ALLREDUCE;
+    uint32_t sig = 0;               // what MPI requires to match, hashed (Team::begin_call)
+    int alg = -1;                   // position in the collective's table
+    const char *alg_name = "";
+    int rule_line = 0;              // the rules file's line that chose it (0: built-in)
+    size_t bytes = 0;               // this rank's count x type, for the log
+    size_t call_bytes = 0;          // the call's size as every rank sees it
+    bool copied = false;            // this rank's buffers are copied (copies.h)
+    Status local = STRATA_OK;       // this rank fails the call when it starts
+    std::string why;
+};
 
 class Call {
 public:
@@ -32,19 +50,31 @@ public:
 
     Team &team() const { return team_; }
 
-    // Begins building call `number` (from Team::begin_call): an empty schedule, no
-    // segment numbers taken, nothing mapped.
-    void begin(uint64_t number);
-    // Makes the built schedule pending again as call `number` (a persistent collective's
-    // next start): same steps, same buffers, the call's own flag values and tags.
-    void restart(uint64_t number);
+    // An empty schedule to build, no segment numbers taken, nothing mapped.
+    void reset();
+    // The call is numbered (from Team::begin_call, as it starts): the built schedule
+    // is pending again and runs as call `number` (a persistent collective's next start:
+    // same steps, same buffers, the call's own flag values and tags).
+    void set_number(uint64_t number);
     uint64_t number() const { return number_; }
+    CallInfo info;
     // Flag values and tags of this call's schedule, relative to 0, are shifted by these.
     Numbering numbering() const;
     Schedule &schedule() { return sched_; }
     // Runs the schedule as call number() (the team watches for peers' failures and the
-    // deadline). A schedule may run again after begin(n) with a later number.
+    // deadline). A schedule may run again after set_number(n) with a later number.
     Status run();
+    // The same in pieces (engine.h: Schedule::start, progress).
+    Status start();
+    Status progress(bool *finished, bool *idle) { return sched_.progress(finished, idle); }
+
+    // ---- a call that completes later (nonblocking or persistent: Team::submit)
+    // What the core does once the schedule has ended with st (counts and logs the call,
+    // makes a failure the team's); returns the call's status.
+    std::function<Status(Status)> on_end;
+    // Called once the call has completed, from the progress that completed it.
+    std::function<void(Status)> on_complete;
+    bool pending() const { return pending_; }
 
     // Pipeline segments: n consecutive numbers, counted from 0 in each call.
     uint64_t take_segments(uint64_t n);
@@ -99,7 +129,10 @@ private:
         ~Buffer() { drop(); }
     };
 
+    friend class Team;
     Team &team_;
+    bool pending_ = false;  // submitted, not yet completed
+    bool started_ = false;  // numbered and running (the head of the team's queue)
     uint64_t number_ = 0;
     uint64_t seg_seq_ = 0;
     bool mapped_ = false;

@@ -291,9 +291,6 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
     return STRATA_OK;
 }
 
-// Dependency counting: a step joins the active list when its last dependency
-// completes, and only active steps are polled. Nothing limits how far ahead a
-// step may start, so no schedule can deadlock on the engine's own bookkeeping.
 StepInfo Schedule::info(StepId id) const {
     static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait", "poll"};
     StepInfo i{"none", -1, 0, 0, nullptr, 0, 0};
@@ -338,71 +335,105 @@ void Schedule::abandon(P2PChannel &ch) {
     }
 }
 
-Status Schedule::run(P2PChannel &ch, RunWatch *watch, Numbering num) {
+Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     num_ = num;
-    const Status st = run_steps(ch, watch);
+    Run &r = run_;
+    r.ch = &ch;
+    r.watch = watch;
+    r.idle = 0;
+    r.last_progress = 0;
+    r.reported = false;
+    const size_t n = steps_.size();
+    r.pending.assign(n, 0);
+    r.first_dependent.assign(n + 1, 0);
+    r.dependents.assign(deps_.size(), 0);
+    r.done = 0;
+    for (size_t i = 0; i < n; ++i) {
+        r.done += steps_[i].state == State::Done;  // by an earlier run
+        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) {
+            const StepId dep = deps_[steps_[i].dep_begin + d];
+            ++r.first_dependent[dep + 1];
+            r.pending[i] += steps_[dep].state != State::Done;
+        }
+    }
+    for (size_t i = 0; i < n; ++i) r.first_dependent[i + 1] += r.first_dependent[i];
+    {
+        std::vector<uint32_t> fill(r.first_dependent.begin(), r.first_dependent.end() - 1);
+        for (size_t i = 0; i < n; ++i)
+            for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
+                r.dependents[fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
+    }
+    r.active.clear();
+    for (size_t i = 0; i < n; ++i)
+        if (r.pending[i] == 0 && steps_[i].state != State::Done) r.active.push_back(static_cast<StepId>(i));
+    bool moved = false;
+    const Status st = pass(&moved);
     if (st != STRATA_OK) abandon(ch);
     return st;
 }
 
-Status Schedule::run_steps(P2PChannel &ch, RunWatch *watch) {
-    const size_t n = steps_.size();
-    std::vector<uint32_t> pending(n), first_dependent(n + 1, 0), dependents(deps_.size());
-    size_t done = 0;
-    for (size_t i = 0; i < n; ++i) {
-        done += steps_[i].state == State::Done;  // by an earlier run
-        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) {
-            const StepId dep = deps_[steps_[i].dep_begin + d];
-            ++first_dependent[dep + 1];
-            pending[i] += steps_[dep].state != State::Done;
-        }
+Status Schedule::run(P2PChannel &ch, RunWatch *watch, Numbering num) {
+    STRATA_CHECK(start(ch, watch, num));
+    bool finished = false, idle = false;
+    while (true) {
+        STRATA_CHECK(progress(&finished, &idle));
+        if (finished) return STRATA_OK;
+        if (idle) sched_yield();  // ranks may share cores: let the peer we wait for run
     }
-    for (size_t i = 0; i < n; ++i) first_dependent[i + 1] += first_dependent[i];
-    {
-        std::vector<uint32_t> fill(first_dependent.begin(), first_dependent.end() - 1);
-        for (size_t i = 0; i < n; ++i)
-            for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
-                dependents[fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
-    }
-    std::vector<StepId> active, next;
-    for (size_t i = 0; i < n; ++i)
-        if (pending[i] == 0 && steps_[i].state != State::Done) active.push_back(static_cast<StepId>(i));
+}
 
-    int idle = 0;
-    double last_progress = 0;
-    bool reported = false;
-    while (done < n) {
-        bool moved = false;
-        next.clear();
-        // active grows while we walk it: steps released now start in this pass.
-        for (size_t a = 0; a < active.size(); ++a) {
-            Step &s = steps_[active[a]];
-            STRATA_CHECK(advance(s, ch, &moved));
-            if (s.state != State::Done) {
-                next.push_back(active[a]);
-                continue;
-            }
-            ++done;
-            for (uint32_t k = first_dependent[active[a]]; k < first_dependent[active[a] + 1]; ++k)
-                if (--pending[dependents[k]] == 0) active.push_back(dependents[k]);
+// One pass over the active steps: a step joins them when its last dependency completes
+// (dependency counting), and only they are polled. Nothing limits how far ahead a step
+// may start, so no schedule can deadlock on the engine's own bookkeeping.
+Status Schedule::pass(bool *moved) {
+    Run &r = run_;
+    r.next.clear();
+    // active grows while we walk it: steps released now start in this pass.
+    for (size_t a = 0; a < r.active.size(); ++a) {
+        const StepId id = r.active[a];
+        Step &s = steps_[id];
+        STRATA_CHECK(advance(s, *r.ch, moved));
+        if (s.state != State::Done) {
+            r.next.push_back(id);
+            continue;
         }
-        active.swap(next);
-        if (moved) {
-            idle = 0;
-            last_progress = 0;
-        } else if (++idle >= kSpinsBeforeYield) {
-            sched_yield();  // ranks may share cores: let the peer we wait for run
-            idle = 0;
-            const double t = now_seconds();
-            if (last_progress == 0) {
-                last_progress = t;
-            } else if (!reported && t - last_progress > kStallReportSeconds) {
-                report_stall(active);
-                reported = true;
-            }
-            if (watch) STRATA_CHECK(watch->idle(*this, active, t - last_progress));
-        }
+        ++r.done;
+        for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
+            if (--r.pending[r.dependents[k]] == 0) r.active.push_back(r.dependents[k]);
     }
+    r.active.swap(r.next);
+    return STRATA_OK;
+}
+
+// After kSpinsBeforeYield passes without progress the caller is told it may yield
+// (*idle), and the watch looks at the run.
+Status Schedule::progress(bool *finished, bool *idle) {
+    Run &r = run_;
+    *idle = false;
+    *finished = r.done == steps_.size();
+    if (*finished) return STRATA_OK;
+    bool moved = false;
+    Status st = pass(&moved);
+    if (moved) {
+        r.idle = 0;
+        r.last_progress = 0;
+    } else if (st == STRATA_OK && ++r.idle >= kSpinsBeforeYield) {
+        r.idle = 0;
+        *idle = true;
+        const double t = now_seconds();
+        if (r.last_progress == 0) {
+            r.last_progress = t;
+        } else if (!r.reported && t - r.last_progress > kStallReportSeconds) {
+            report_stall(r.active);
+            r.reported = true;
+        }
+        if (r.watch) st = r.watch->idle(*this, r.active, t - r.last_progress);
+    }
+    if (st != STRATA_OK) {
+        abandon(*r.ch);
+        return st;
+    }
+    *finished = r.done == steps_.size();
     return STRATA_OK;
 }
 

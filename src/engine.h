@@ -131,6 +131,13 @@ public:
     // Values and tags are those given at build, shifted by num. Steps completed by an
     // earlier run are not run again (see rewind).
     Status run(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
+    // The same run in pieces, for a call that completes later (a nonblocking or
+    // persistent collective): start() prepares it and starts what can start;
+    // progress() makes one pass over the started steps and returns at once. *finished:
+    // every step completed; *idle: several passes moved nothing (the caller may yield
+    // the CPU). On an error the run is given up as run() does.
+    Status start(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
+    Status progress(bool *finished, bool *idle);
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -163,7 +170,7 @@ private:
     StepId add(Step s, const Deps &deps);
     StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps);
     Status advance(Step &s, P2PChannel &ch, bool *moved);
-    Status run_steps(P2PChannel &ch, RunWatch *watch);
+    Status pass(bool *moved);
     void abandon(P2PChannel &ch);
     void report_stall(const std::vector<StepId> &active) const;
 
@@ -178,6 +185,18 @@ private:
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     StepId entry_ = kNoStep;
     Numbering num_;  // of the current run
+    // The current run: its channel and watch, dependency counts, the steps started or
+    // ready, how many are done, and how long it has made no progress.
+    struct Run {
+        P2PChannel *ch = nullptr;
+        RunWatch *watch = nullptr;
+        std::vector<uint32_t> pending, first_dependent, dependents;
+        std::vector<StepId> active, next;
+        size_t done = 0;
+        int idle = 0;
+        double last_progress = 0;
+        bool reported = false;
+    } run_;
 };
 
 }  // namespace strata

@@ -216,6 +216,63 @@ strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, 
 strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
                               size_t count, strata_dtype_t dtype, strata_op_t op, int root);
 
+/* Nonblocking and persistent collectives: strata_i<collective>, with the arguments of
+ * the blocking call and two more. how->persistent = 0: the call starts now (queued
+ * behind this team's earlier ones) and completes later; 1: it is built now and each
+ * strata_request_start runs it (no allocation per start). how->complete(how->ctx,
+ * status) is called once per start when the call completed, from whatever progress
+ * completed it (strata_progress, strata_request_test, or a later call on the thread);
+ * it must not call back into strata. NULL how: nonblocking, no callback.
+ * Returns STRATA_OK with *req set (NULL: nothing to do, e.g. zero bytes; complete at
+ * once, and at every start of a persistent call), STRATA_FALLBACK when the team does
+ * not take it (its first blocking call sets a team up: until then nonblocking calls
+ * are handed back; agreed, like every decision), or an error. A nonblocking call never
+ * waits for another rank here. Calls on one team run in the order they are made, one
+ * at a time; a blocking call on it first completes every queued one. */
+typedef struct strata_request strata_request_t;
+typedef struct strata_start {
+    int persistent;
+    void (*complete)(void *ctx, strata_status_t status);
+    void *ctx;
+} strata_start_t;
+
+strata_status_t strata_iallreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                                  strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req);
+strata_status_t strata_iallgather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                  const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_iallgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *bytes,
+                                   const size_t *displs, const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_ibcast(strata_team_t *team, void *buf, size_t bytes, int root, const strata_start_t *how,
+                              strata_request_t **req);
+strata_status_t strata_ialltoall(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                 const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_ialltoallv(strata_team_t *team, const void *sendbuf, const size_t *sbytes,
+                                  const size_t *sdispls, void *recvbuf, const size_t *rbytes, const size_t *rdispls,
+                                  const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_ireduce_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                                       const size_t *counts, strata_dtype_t dtype, strata_op_t op,
+                                       const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
+                               strata_dtype_t dtype, strata_op_t op, int root, const strata_start_t *how,
+                               strata_request_t **req);
+/* strata_fail_call for a nonblocking or persistent call: on STRATA_OK *req fails with
+ * status (at every start); STRATA_FALLBACK as strata_fail_call. */
+strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
+                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const strata_start_t *how,
+                                  strata_request_t **req);
+/* A persistent call's next start (the previous one completed). */
+strata_status_t strata_request_start(strata_request_t *req);
+/* Progresses every queued call of this thread; 1 when req has completed (*status: its
+ * outcome), else 0. */
+int strata_request_test(strata_request_t *req, strata_status_t *status);
+/* Releases a request that is not running (completed, or a persistent one between
+ * starts); STRATA_ERR_ARG while it runs. */
+strata_status_t strata_request_free(strata_request_t *req);
+/* Progresses every queued call of this thread's teams; returns how many completed.
+ * Does nothing when called from inside strata (a transport's progress). */
+int strata_progress(void);
+
 /* For tests and logs: how many calls of a collective ran strata's algorithm `alg`. */
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg);
 /* The name of the algorithm the team's last call that strata served ran (as

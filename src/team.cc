@@ -21,6 +21,9 @@ Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const
       node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp) {}
 
 Team::~Team() {
+    // Requests keep their communicator alive until they completed: nothing is queued.
+    if (queued()) log(0, "internal: a communicator freed with %zu collective call(s) still queued", queue_.size());
+    forget_queue();
     close_inbox();
     release_device();
 }
@@ -42,7 +45,10 @@ void Team::release_device() {
             kReleaseWaitSeconds);
     // Peers may also hold mappings of this rank's buffer copies (posted in calls on
     // host buffers): let go of them unfreed as well.
-    if (!all_closed && blocking_) blocking_->abandon_memory();
+    if (!all_closed) {
+        if (blocking_) blocking_->abandon_memory();
+        for (auto &c : pool_) c->abandon_memory();
+    }
     bounce_.reset();
     dom_ = nullptr;
 }

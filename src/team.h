@@ -38,6 +38,10 @@ public:
     // them, so that a communicator that lives for a few small calls costs no shared
     // memory setup. True: hand this call back. The same answer on every rank.
     bool defer_setup(size_t call_bytes);
+    // A nonblocking call came before setup (it was handed back): the next blocking call
+    // sets the team up whatever its size, so that the nonblocking ones after it are
+    // served. The same on every rank: calls are collective and ordered.
+    void want_setup() { lazy_seen_ = cfg_.lazy_calls; }
     // A value that must be equal on every rank for schedules to match, which each
     // rank derives alone (the core: the hash of the rules file it read, algo/rules.h);
     // ok: this rank could derive it. Set before the first call. Setup agrees on it in
@@ -82,11 +86,40 @@ public:
     // match (size, type, op, root); node peers compare it at end_call.
     static constexpr uint64_t kCallSpan = uint64_t(1) << 32;  // flag values of one call
     uint64_t call_base() const { return call_seq_ << 32; }
-    // Numbers the next call and begins `call` as that call: with an empty schedule to
-    // build, or (rerun) with the schedule it holds, to run again (call.h).
-    Status begin_call(Call &call, strata_coll_t coll, uint32_t sig, bool rerun = false);
+    // Numbers the next call and begins `call` as that call (call.info: its collective
+    // and signature): the schedule built in it, or about to be, runs as that call.
+    Status begin_call(Call &call);
     // The call object of this team's blocking calls, kept between calls with its memory.
     Call &blocking_call();
+    // Runs a begun call's schedule to completion (blocking), progressing this thread's
+    // other teams' queued calls whenever it waits (MPI's progress rule: a blocked rank
+    // still advances its nonblocking collectives).
+    Status run_call(Call &call);
+
+    // ---- calls that complete later (nonblocking and persistent collectives)
+    // A team runs one call at a time, in the order they were submitted: MPI's order of
+    // the communicator's collectives, the same on every rank. (The node's flags and
+    // slots serve one call at a time.) A submitted call is numbered when it reaches the
+    // head of the queue, so numbers follow that order too; its on_end and on_complete
+    // are called when it ends. Any number may be queued.
+    void submit(Call &call);
+    bool queued() const { return !queue_.empty(); }
+    // Waits until every call this team queued has completed (a blocking call comes
+    // after them, and decides nothing before they are done).
+    void drain();
+    // One pass over the queued calls of every team of this thread: starts heads,
+    // progresses them, completes those that ended. Returns how many completed; *idle:
+    // none moved for a while (the caller may yield). A call from inside a pass (a
+    // transport's progress calling back) does nothing.
+    static int progress_all(bool *idle);
+    // Call objects for nonblocking and persistent calls: from the team's pool (their
+    // memory kept), and back when the request is freed.
+    std::unique_ptr<Call> take_call();
+    void return_call(std::unique_ptr<Call> call);
+    // Set up and serving: a nonblocking call may only use a team in this state (setup
+    // agrees among all ranks, which a nonblocking call must not wait for).
+    bool ready() const { return setup_ == Setup::Ready && !broken(); }
+
     // The schedule ran to completion: raises this rank's flags to the end of the call
     // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size.
     Status end_call();
@@ -191,6 +224,12 @@ private:
                               const char *setting) const;
     std::string where() const;
     std::unique_ptr<Call> blocking_;
+    std::vector<Call *> queue_;                  // submitted, in order; the head runs
+    std::vector<std::unique_ptr<Call>> pool_;    // call objects to reuse
+    Status start_head(Call &call);
+    int progress_queue(bool *idle);
+    void complete(Call &call, Status st);
+    void forget_queue();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     const char *last_algorithm_ = nullptr;
 public:

@@ -20,9 +20,12 @@
 //    in flight), so a notice of call n ends every call >= n on the rank that reads it.
 //    Nothing needs the deadline but a rank that stops without telling (a hung peer,
 //    or a different count across nodes): coll_strata_timeout bounds that wait.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+
+#include <sched.h>
 
 #include "call.h"
 #include "team.h"
@@ -43,23 +46,135 @@ std::string Team::where() const {
     return b;
 }
 
-Status Team::begin_call(Call &call, strata_coll_t coll, uint32_t sig, bool rerun) {
+namespace {
+// This thread's teams with calls queued, and whether it is inside a pass over them.
+thread_local std::vector<Team *> tl_teams;
+thread_local bool tl_in_pass = false;
+}  // namespace
+
+Status Team::begin_call(Call &call) {
     ++call_seq_;
-    if (rerun) {
-        call.restart(call_seq_);
-    } else {
-        call.begin(call_seq_);
-    }
-    coll_ = coll;
-    sig_ = sig;
+    call.set_number(call_seq_);
+    call.started_ = true;
+    coll_ = call.info.coll;
+    sig_ = call.info.sig;
     last_error_.clear();
-    // This thread's previous call has ended: the IPC mappings it used, in any team, may
-    // be closed for an overlapping allocation.
-    IpcCache::thread_call_begins();
+    // With no other call of this thread running (in any team), the IPC mappings the
+    // previous ones used may be closed for an overlapping allocation.
+    bool others = false;
+    for (const Team *t : tl_teams) others = others || (t != this && t->queue_.front()->started_);
+    if (!others) IpcCache::thread_call_begins();
     const int me = layout_.my_local();
-    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig, __ATOMIC_RELEASE);
+    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig_, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
     return idle(call.schedule(), {}, 0);
+}
+
+Status Team::run_call(Call &call) {
+    Status st = call.start();
+    bool finished = false, idle = false;
+    while (st == STRATA_OK) {
+        st = call.progress(&finished, &idle);
+        if (st != STRATA_OK || finished) break;
+        if (idle) {
+            bool others_idle = false;
+            progress_all(&others_idle);
+            sched_yield();  // ranks may share cores: let the peer we wait for run
+        }
+    }
+    call.started_ = false;
+    return st;
+}
+
+void Team::submit(Call &call) {
+    call.pending_ = true;
+    call.started_ = false;
+    if (queue_.empty()) tl_teams.push_back(this);
+    queue_.push_back(&call);
+}
+
+Status Team::start_head(Call &call) {
+    if (broken()) {
+        last_error_ = failure_;
+        return STRATA_ERR_BROKEN;
+    }
+    STRATA_CHECK(begin_call(call));
+    if (call.info.local != STRATA_OK) return fail_call(call.info.local, call.info.why);
+    return call.start();
+}
+
+void Team::complete(Call &call, Status st) {
+    if (call.on_end) st = call.on_end(st);
+    call.pending_ = false;
+    call.started_ = false;
+    queue_.erase(queue_.begin());
+    if (queue_.empty()) tl_teams.erase(std::find(tl_teams.begin(), tl_teams.end(), this));
+    if (call.on_complete) call.on_complete(st);  // may release the call: the last use
+}
+
+int Team::progress_queue(bool *idle) {
+    int completed = 0;
+    *idle = true;
+    while (!queue_.empty()) {
+        Call &c = *queue_.front();
+        bool finished = false, call_idle = false;
+        Status st = c.started_ ? STRATA_OK : start_head(c);
+        if (st == STRATA_OK) st = c.progress(&finished, &call_idle);
+        if (st == STRATA_OK && !finished) {
+            *idle = call_idle;
+            break;
+        }
+        complete(c, st);
+        ++completed;
+        *idle = false;
+    }
+    return completed;
+}
+
+int Team::progress_all(bool *idle) {
+    *idle = true;
+    if (tl_in_pass || tl_teams.empty()) return 0;
+    tl_in_pass = true;
+    // A pass may complete a team's last call (it leaves tl_teams): walk a copy.
+    static thread_local std::vector<Team *> teams;
+    teams = tl_teams;
+    int completed = 0;
+    for (Team *t : teams) {
+        bool team_idle = true;
+        completed += t->progress_queue(&team_idle);
+        *idle = *idle && team_idle;
+    }
+    tl_in_pass = false;
+    return completed;
+}
+
+void Team::forget_queue() {
+    if (queue_.empty()) return;
+    queue_.clear();
+    tl_teams.erase(std::find(tl_teams.begin(), tl_teams.end(), this));
+}
+
+void Team::drain() {
+    while (!queue_.empty()) {
+        bool idle = false;
+        progress_all(&idle);
+        if (idle) sched_yield();
+    }
+}
+
+std::unique_ptr<Call> Team::take_call() {
+    if (pool_.empty()) return std::unique_ptr<Call>(new Call(*this));
+    std::unique_ptr<Call> c = std::move(pool_.back());
+    pool_.pop_back();
+    return c;
+}
+
+void Team::return_call(std::unique_ptr<Call> call) {
+    constexpr size_t kPoolSize = 8;
+    if (!call || call->pending()) return;  // a queued call is never dropped (the glue frees only completed requests)
+    call->on_end = nullptr;
+    call->on_complete = nullptr;
+    if (pool_.size() < kPoolSize) pool_.push_back(std::move(call));
 }
 
 void Team::raise_flags(uint64_t value) {

@@ -58,6 +58,18 @@ typedef struct mca_coll_strata_prev_t {
     MCA_COLL_STRATA_PREV(alltoall);
     MCA_COLL_STRATA_PREV(alltoallv);
     MCA_COLL_STRATA_PREV(reduce);
+    /* nonblocking and persistent: optional (NULL: strata leaves that entry alone) */
+#define MCA_COLL_STRATA_NB_PREV(name) MCA_COLL_STRATA_PREV(i##name); MCA_COLL_STRATA_PREV(name##_init)
+    MCA_COLL_STRATA_NB_PREV(allreduce);
+    MCA_COLL_STRATA_NB_PREV(allgather);
+    MCA_COLL_STRATA_NB_PREV(allgatherv);
+    MCA_COLL_STRATA_NB_PREV(reduce_scatter);
+    MCA_COLL_STRATA_NB_PREV(reduce_scatter_block);
+    MCA_COLL_STRATA_NB_PREV(bcast);
+    MCA_COLL_STRATA_NB_PREV(alltoall);
+    MCA_COLL_STRATA_NB_PREV(alltoallv);
+    MCA_COLL_STRATA_NB_PREV(reduce);
+#undef MCA_COLL_STRATA_NB_PREV
 } mca_coll_strata_prev_t;
 
 typedef struct mca_coll_strata_module_t {
@@ -135,6 +147,35 @@ int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf
                                    const int *scounts, const int *sdisps,
                                    struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
                                    const int *rdisps, struct ompi_datatype_t *rdtype);
+/* Staging of this rank's device buffers through host memory for the previous
+ * component (blocking here; around a request in coll_strata_nonblocking.c). */
+typedef struct mca_coll_strata_host_copy {
+    char *dev;      /* the caller's device pointer; NULL when nothing is staged */
+    char *host;     /* host copy of the region: pinned (strata_host_copy_get) or malloc'ed */
+    int pinned;
+    ptrdiff_t lo;
+    size_t len;
+} mca_coll_strata_host_copy_t;
+typedef struct mca_coll_strata_pair {
+    mca_coll_strata_host_copy_t s, r;
+    void *su, *ru;   /* what to hand the previous component */
+} mca_coll_strata_pair_t;
+int mca_coll_strata_is_device(const void *p);
+/* The bytes count elements of dt cover, from the buffer pointer: [*lo, *lo + *len);
+ * the same for blocks of counts[i] elements at displs[i] extents (v-collectives). */
+void mca_coll_strata_span(struct ompi_datatype_t *dt, size_t count, ptrdiff_t *lo, size_t *len);
+void mca_coll_strata_span_blocks(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
+                                 ptrdiff_t *lo, size_t *len);
+/* Stages sbuf's region (unless MPI_IN_PLACE) and rbuf's where they are device memory
+ * (p->su, p->ru: what to hand the previous component); pair_out frees the copies and
+ * copies the receive side back when copy_back and rc is success; pair_refresh copies
+ * the device contents in again. */
+int mca_coll_strata_pair_in(mca_coll_strata_pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen,
+                            void *rbuf, ptrdiff_t rlo, size_t rlen);
+int mca_coll_strata_pair_out(mca_coll_strata_pair_t *p, int copy_back, int rc);
+int mca_coll_strata_pair_refresh(mca_coll_strata_pair_t *p);
+void mca_coll_strata_say_staging(const char *coll);
+
 /* Packs scount sdtype elements from sbuf into rblock as rcount rdtype elements
  * (ompi_datatype_sndrcv), through host memory where either side is on a GPU. */
 int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -217,6 +258,72 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
 int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module);
+
+/* Nonblocking and persistent entry points (coll_strata_nonblocking.c). */
+int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module);
+int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                    ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                        ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                          ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_strata_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                               ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                               int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                   int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                   struct ompi_info_t *info, ompi_request_t **request,
+                                   mca_coll_base_module_t *module);
+int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                const int *rcounts, const int *disps, struct ompi_datatype_t *rdtype,
+                                struct ompi_communicator_t *comm, ompi_request_t **request,
+                                mca_coll_base_module_t *module);
+int mca_coll_strata_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                    const int *rcounts, const int *disps, struct ompi_datatype_t *rdtype,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                  struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdisps,
+                               struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdisps,
+                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                               ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_strata_alltoallv_init(const void *sbuf, const int *scounts, const int *sdisps,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                   const int *rdisps, struct ompi_datatype_t *rdtype,
+                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module);
+/* Stops Open MPI's progress loop from calling strata (component close). */
+void mca_coll_strata_nonblocking_fini(void);
 
 END_C_DECLS
 

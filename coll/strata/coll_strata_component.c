@@ -406,6 +406,7 @@ static int mca_coll_strata_open(void)
 
 static int mca_coll_strata_close(void)
 {
+    mca_coll_strata_nonblocking_fini();
     strata_host_copy_release();
     strata_cuda_report();   /* every communicator is gone: what strata still holds */
     strata_set_logger(NULL);

@@ -17,14 +17,8 @@
 #include "opal/util/output.h"
 #include "strata_device.h"
 
-/* One buffer region [dev + lo, dev + lo + len) and its host copy. */
-typedef struct host_copy {
-    char *dev;      /* the caller's device pointer; NULL when nothing is staged */
-    char *host;     /* host copy of the region: pinned (strata_host_copy_get) or malloc'ed */
-    int pinned;
-    ptrdiff_t lo;
-    size_t len;
-} host_copy_t;
+typedef mca_coll_strata_host_copy_t host_copy_t;
+typedef mca_coll_strata_pair_t pair_t;
 
 #define HOST_COPY_INIT { NULL, NULL, 0, 0, 0 }
 
@@ -39,20 +33,22 @@ static void release_host(host_copy_t *s)
     s->pinned = 0;
 }
 
-static int is_device(const void *p)
+int mca_coll_strata_is_device(const void *p)
 {
     return NULL != p && MPI_IN_PLACE != p && STRATA_MEM_DEVICE == strata_buffer_kind(p);
 }
 
-/* The bytes count elements of dt cover, from the buffer pointer: [*lo, *lo + *len). */
-static void span(struct ompi_datatype_t *dt, size_t count, ptrdiff_t *lo, size_t *len)
+#define is_device mca_coll_strata_is_device
+#define span mca_coll_strata_span
+#define span_blocks mca_coll_strata_span_blocks
+
+void mca_coll_strata_span(struct ompi_datatype_t *dt, size_t count, ptrdiff_t *lo, size_t *len)
 {
     *len = (size_t) opal_datatype_span(&dt->super, count, lo);
 }
 
-/* The same for blocks of counts[i] elements at displs[i] extents (the v-collectives). */
-static void span_blocks(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
-                        ptrdiff_t *lo, size_t *len)
+void mca_coll_strata_span_blocks(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
+                                 ptrdiff_t *lo, size_t *len)
 {
     ptrdiff_t dlb = 0, extent = 0, first = 0, end = 0;
     int i, any = 0;
@@ -105,6 +101,19 @@ static int copy_in(void *buf, ptrdiff_t lo, size_t len, host_copy_t *s, void **u
     return MPI_SUCCESS;
 }
 
+/* The device contents of a staged region again (a persistent fallback's next start). */
+int mca_coll_strata_pair_refresh(pair_t *p)
+{
+    host_copy_t *c[2] = { &p->s, &p->r };
+    int i;
+    for (i = 0; i < 2; ++i) {
+        if (NULL != c[i]->dev && 0 != strata_device_copy(c[i]->host, c[i]->dev + c[i]->lo, c[i]->len)) {
+            return MPI_ERR_INTERN;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 /* Copies the host copy back when copy_back and rc is success; frees it. */
 static int copy_out(host_copy_t *s, int copy_back, int rc)
 {
@@ -117,7 +126,7 @@ static int copy_out(host_copy_t *s, int copy_back, int rc)
     return rc;
 }
 
-static void say_staging(const char *coll)
+void mca_coll_strata_say_staging(const char *coll)
 {
     static int said = 0;   /* once per process, whichever thread gets there first */
     if (mca_coll_strata_component.verbose >= 2 ||
@@ -129,15 +138,11 @@ static void say_staging(const char *coll)
     }
 }
 
-/* A send buffer and a receive buffer, each staged where it is device memory. */
-typedef struct pair {
-    host_copy_t s, r;
-    void *su, *ru;   /* what to hand the previous component */
-} pair_t;
+#define pair_in mca_coll_strata_pair_in
+#define pair_out mca_coll_strata_pair_out
 
-/* Stages sbuf's region (unless MPI_IN_PLACE) and rbuf's. */
-static int pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void *rbuf,
-                   ptrdiff_t rlo, size_t rlen)
+int mca_coll_strata_pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void *rbuf,
+                            ptrdiff_t rlo, size_t rlen)
 {
     int rc = MPI_SUCCESS;
     host_copy_t none = HOST_COPY_INIT;
@@ -154,8 +159,7 @@ static int pair_in(pair_t *p, const void *sbuf, ptrdiff_t slo, size_t slen, void
     return rc;
 }
 
-/* Frees the send copy; copies the receive side back when copy_back and rc is success. */
-static int pair_out(pair_t *p, int copy_back, int rc)
+int mca_coll_strata_pair_out(pair_t *p, int copy_back, int rc)
 {
     copy_out(&p->s, 0, rc);
     return copy_out(&p->r, copy_back, rc);
@@ -171,7 +175,7 @@ int mca_coll_strata_prev_allreduce(mca_coll_strata_module_t *m, const void *sbuf
     if (!is_device(sbuf) && !is_device(rbuf)) {
         return m->prev.allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev.allreduce_module);
     }
-    say_staging("allreduce");
+    mca_coll_strata_say_staging("allreduce");
     span(dtype, (size_t) count, &lo, &len);
     rc = pair_in(&p, sbuf, lo, len, rbuf, lo, len);
     if (MPI_SUCCESS == rc) {
@@ -192,7 +196,7 @@ int mca_coll_strata_prev_reduce(mca_coll_strata_module_t *m, const void *sbuf, v
     if (!is_device(sbuf) && !(is_root && is_device(rbuf))) {
         return m->prev.reduce(sbuf, rbuf, count, dtype, op, root, m->comm, m->prev.reduce_module);
     }
-    say_staging("reduce");
+    mca_coll_strata_say_staging("reduce");
     span(dtype, (size_t) count, &lo, &len);
     rc = pair_in(&p, sbuf, lo, len, rbuf, lo, is_root ? len : 0);
     if (MPI_SUCCESS == rc) {
@@ -212,7 +216,7 @@ int mca_coll_strata_prev_bcast(mca_coll_strata_module_t *m, void *buf, int count
     if (!is_device(buf)) {
         return m->prev.bcast(buf, count, dtype, root, m->comm, m->prev.bcast_module);
     }
-    say_staging("bcast");
+    mca_coll_strata_say_staging("bcast");
     span(dtype, (size_t) count, &lo, &len);
     rc = copy_in(buf, lo, len, &b, &bu);
     if (MPI_SUCCESS == rc) {
@@ -233,7 +237,7 @@ int mca_coll_strata_prev_allgather(mca_coll_strata_module_t *m, const void *sbuf
         return m->prev.allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
                                  m->prev.allgather_module);
     }
-    say_staging("allgather");
+    mca_coll_strata_say_staging("allgather");
     span(sdtype, (size_t) scount, &slo, &slen);
     span(rdtype, (size_t) rcount * (size_t) ompi_comm_size(m->comm), &rlo, &rlen);
     rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
@@ -256,7 +260,7 @@ int mca_coll_strata_prev_allgatherv(mca_coll_strata_module_t *m, const void *sbu
         return m->prev.allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m->comm,
                                   m->prev.allgatherv_module);
     }
-    say_staging("allgatherv");
+    mca_coll_strata_say_staging("allgatherv");
     span(sdtype, (size_t) scount, &slo, &slen);
     span_blocks(rdtype, ompi_comm_size(m->comm), rcounts, disps, &rlo, &rlen);
     rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
@@ -279,7 +283,7 @@ int mca_coll_strata_prev_reduce_scatter(mca_coll_strata_module_t *m, const void 
         return m->prev.reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m->comm,
                                       m->prev.reduce_scatter_module);
     }
-    say_staging("reduce_scatter");
+    mca_coll_strata_say_staging("reduce_scatter");
     for (i = 0; i < n; ++i) {
         total += (size_t) rcounts[i];
     }
@@ -305,7 +309,7 @@ int mca_coll_strata_prev_reduce_scatter_block(mca_coll_strata_module_t *m, const
         return m->prev.reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m->comm,
                                             m->prev.reduce_scatter_block_module);
     }
-    say_staging("reduce_scatter_block");
+    mca_coll_strata_say_staging("reduce_scatter_block");
     span(dtype, total, &slo, &slen);
     span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) rcount, &rlo, &rlen);
     rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
@@ -328,7 +332,7 @@ int mca_coll_strata_prev_alltoall(mca_coll_strata_module_t *m, const void *sbuf,
         return m->prev.alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m->comm,
                                 m->prev.alltoall_module);
     }
-    say_staging("alltoall");
+    mca_coll_strata_say_staging("alltoall");
     span(sdtype, (size_t) scount * n, &slo, &slen);
     span(rdtype, (size_t) rcount * n, &rlo, &rlen);
     rc = pair_in(&p, sbuf, slo, slen, rbuf, rlo, rlen);
@@ -352,7 +356,7 @@ int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf
         return m->prev.alltoallv(sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype,
                                  m->comm, m->prev.alltoallv_module);
     }
-    say_staging("alltoallv");
+    mca_coll_strata_say_staging("alltoallv");
     if (MPI_IN_PLACE != sbuf) {
         span_blocks(sdtype, n, scounts, sdisps, &slo, &slen);
     }

@@ -44,6 +44,17 @@ static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
     STRATA_RELEASE_PREV(alltoall);
     STRATA_RELEASE_PREV(alltoallv);
     STRATA_RELEASE_PREV(reduce);
+#define STRATA_RELEASE_NB(name) STRATA_RELEASE_PREV(i##name) STRATA_RELEASE_PREV(name##_init)
+    STRATA_RELEASE_NB(allreduce);
+    STRATA_RELEASE_NB(allgather);
+    STRATA_RELEASE_NB(allgatherv);
+    STRATA_RELEASE_NB(reduce_scatter);
+    STRATA_RELEASE_NB(reduce_scatter_block);
+    STRATA_RELEASE_NB(bcast);
+    STRATA_RELEASE_NB(alltoall);
+    STRATA_RELEASE_NB(alltoallv);
+    STRATA_RELEASE_NB(reduce);
+#undef STRATA_RELEASE_NB
 #undef STRATA_RELEASE_PREV
 }
 
@@ -156,6 +167,19 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
     m->super.coll_alltoall = mca_coll_strata_alltoall;
     m->super.coll_alltoallv = mca_coll_strata_alltoallv;
     m->super.coll_reduce = mca_coll_strata_reduce;
+#define STRATA_SET_NB(name)                                     \
+    m->super.coll_i##name = mca_coll_strata_i##name;            \
+    m->super.coll_##name##_init = mca_coll_strata_##name##_init
+    STRATA_SET_NB(allreduce);
+    STRATA_SET_NB(allgather);
+    STRATA_SET_NB(allgatherv);
+    STRATA_SET_NB(reduce_scatter);
+    STRATA_SET_NB(reduce_scatter_block);
+    STRATA_SET_NB(bcast);
+    STRATA_SET_NB(alltoall);
+    STRATA_SET_NB(alltoallv);
+    STRATA_SET_NB(reduce);
+#undef STRATA_SET_NB
     return &m->super;
 }
 
@@ -207,6 +231,29 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
     STRATA_CAPTURE(alltoallv);
     STRATA_CAPTURE(reduce);
 #undef STRATA_CAPTURE
+
+    /* Nonblocking and persistent entries whose previous one is missing are left to
+     * the base (strata's pointer is cleared before the base copies them). */
+#define STRATA_CAPTURE_OPTIONAL(name)                                       \
+    if (NULL != comm->c_coll->coll_##name && NULL != comm->c_coll->coll_##name##_module) { \
+        m->prev.name = comm->c_coll->coll_##name;                           \
+        m->prev.name##_module = comm->c_coll->coll_##name##_module;         \
+        OBJ_RETAIN(m->prev.name##_module);                                  \
+    } else {                                                                \
+        m->super.coll_##name = NULL;                                        \
+    }
+#define STRATA_CAPTURE_NB(name) STRATA_CAPTURE_OPTIONAL(i##name) STRATA_CAPTURE_OPTIONAL(name##_init)
+    STRATA_CAPTURE_NB(allreduce);
+    STRATA_CAPTURE_NB(allgather);
+    STRATA_CAPTURE_NB(allgatherv);
+    STRATA_CAPTURE_NB(reduce_scatter);
+    STRATA_CAPTURE_NB(reduce_scatter_block);
+    STRATA_CAPTURE_NB(bcast);
+    STRATA_CAPTURE_NB(alltoall);
+    STRATA_CAPTURE_NB(alltoallv);
+    STRATA_CAPTURE_NB(reduce);
+#undef STRATA_CAPTURE_NB
+#undef STRATA_CAPTURE_OPTIONAL
 
     if (NULL != missing) {
         opal_show_help("help-coll-strata.txt", "missing collective", true,

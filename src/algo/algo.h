@@ -39,6 +39,9 @@ struct Algorithm {
     const char *name;
     const char *description;
     BuildFn build;
+    // Its builder exchanges with peers (it waits): never chosen for a call that must
+    // not wait (nonblocking, persistent).
+    bool exchanges_at_build = false;
 };
 
 struct AlgorithmTable {

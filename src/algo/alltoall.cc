@@ -40,7 +40,7 @@ const Algorithm kAlltoall[] = {
      "hierarchical: shared-memory exchange inside a node; across nodes, one message per "
      "(source node, destination rank) on the destination's rail, gathered through shared "
      "memory (node ranks first swap their send counts)",
-     build_alltoall_hier_agg},
+     build_alltoall_hier_agg, true},
 };
 
 // Measured on one host (shared memory as the "network"), hier_agg's extra copy

@@ -55,7 +55,8 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
             a.op = STRATA_OP_SUM;
             for (int rep = 0; rep < 4; ++rep) {
                 for (size_t i = 0; i < kCount; ++i) in[i] = (rank + 1) * 10 + rep;
-                ASSERT_EQ(team.begin_call(call, STRATA_COLL_ALLREDUCE, 7, rep > 0), STRATA_OK);
+                call.info.sig = 7;
+                ASSERT_EQ(team.begin_call(call), STRATA_OK);
                 if (rep == 0) {
                     ASSERT_EQ(table.algorithms[alg].build(call, a), STRATA_OK);
                 }
