@@ -15,7 +15,7 @@
  * one byte of one element of one rank's result (rank size-1, or
  * STRATA_TEST_CORRUPT_RANK) in the first checked test of every collective.
  *
- * -M blocking|nonblocking|persistent|mixed (a comma list runs each in turn) says how
+ * -M blocking|nonblocking|persistent|mixed (a comma list runs each in that order) says how
  * each test's call is made: MPI_<Coll> (the default), MPI_I<coll> with several calls
  * in flight completed in varied orders, persistent MPI_<Coll>_init requests started
  * several times with new inputs, or nonblocking calls left in flight while blocking
@@ -685,11 +685,11 @@ static void usage(void)
            "  -t  comma list of types (default: all for reductions, a representative set for data movement)\n"
            "  -o  comma list of reduction ops (default: all applicable)\n"
            "  -m  communicators: world,dup,reversed,split (default: world)\n"
-           "  -M  how calls are made, a comma list run in turn: blocking (default), nonblocking\n"
+           "  -M  how calls are made, a comma list run in the order given: blocking (default), nonblocking\n"
            "      (MPI_I<coll>, -K calls in flight, completed in varied orders), persistent\n"
            "      (<coll>_init, -R starts with new inputs each; exits 77 where MPI lacks them),\n"
            "      mixed (a nonblocking call in flight while blocking ones run on a dup and on\n"
-           "      the communicator itself); -L uses the first\n"
+           "      the communicator itself); -L uses the last\n"
            "  -K  calls in flight at once in nonblocking and persistent mode (1..16, default 4)\n"
            "  -R  starts of each persistent request (default 3)\n"
            "  -Z  zero counts in in-place alltoallv in every mode (default: blocking only;\n"
@@ -718,7 +718,7 @@ static long leak_check(int world_rank, int world_size)
     for (long i = 0; i < leak_calls; i++) {
         size_t n = sizes[i % 5] / sizeof(int);
         int *h = xalloc(n * sizeof(int) * (size_t)world_size);
-        /* one call in the first mode of -M: blocking, nonblocking (mixed: too) or a
+        /* one call in the last mode of -M: blocking, nonblocking (mixed: too) or a
          * persistent request made, started once and freed */
         test x = { .d.coll = "leak-check", .d.start = -1, .coll = i % 3 == 0 ? C_ALLREDUCE : i % 3 == 1 ? C_ALLGATHER : C_BCAST,
                    .dt = MPI_INT, .op = MPI_SUM, .comm = MPI_COMM_WORLD, .root = (int)(i % world_size),
@@ -822,17 +822,17 @@ int main(int argc, char **argv)
         else err = 1;
     }
     if (max_count < 1 || batch_k < 1 || batch_k > MAXK || n_starts < 1) err = 1;
-    int modes_sel[MODE_COUNT] = { 0 }, first_mode = -1;
-    for (int k = 0; k < MODE_COUNT; k++) modes_sel[k] = in_list(Msel, mode_names[k]);
-    for (const char *p = Msel; *p;) {   /* every name must be a mode; the first one is -L's */
+    /* the modes in the order given (each once); the last one is also -L's */
+    int modes_sel[MODE_COUNT] = { 0 }, mode_order[MODE_COUNT], n_modes = 0;
+    for (const char *p = Msel; *p;) {
         size_t len = strcspn(p, ",");
         int k = 0;
         while (k < MODE_COUNT && !(strlen(mode_names[k]) == len && !strncmp(p, mode_names[k], len))) k++;
         if (k == MODE_COUNT) err = 1;
-        else if (first_mode < 0) first_mode = k;
+        else if (!modes_sel[k]) { modes_sel[k] = 1; mode_order[n_modes++] = k; }
         p += len + (p[len] == ',');
     }
-    if (first_mode < 0) err = 1;
+    if (n_modes == 0) err = 1;
     if (err) { if (world_rank == 0) usage(); MPI_Finalize(); return 2; }
 #ifndef PCOLL
     if (modes_sel[MODE_PERSISTENT]) {
@@ -924,9 +924,10 @@ int main(int argc, char **argv)
         MPI_Comm_rank(comm, &g_rank);
         MPI_Comm_size(comm, &g_size);
         if (modes_sel[MODE_MIXED]) MPI_Comm_dup(comm, &comm_side);
-        for (int md = 0; md < MODE_COUNT; md++)
+        for (int mi = 0; mi < n_modes; mi++)
         for (int k = 0; k < NCOLLS; k++) {
-            if (!modes_sel[md] || (csel && !in_list(csel, colls[k].name))) continue;
+            int md = mode_order[mi];
+            if (csel && !in_list(csel, colls[k].name)) continue;
             mode = md;
             n_tests = n_failed_here = 0;
             corrupt_pending = corrupt;
@@ -958,7 +959,7 @@ int main(int argc, char **argv)
         for (int r = 1; r < world_size; r++) MPI_Send(&total_failed, 1, MPI_LONG, r, 998, MPI_COMM_WORLD);
     else
         MPI_Recv(&total_failed, 1, MPI_LONG, 0, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    mode = first_mode;
+    mode = mode_order[n_modes - 1];
     if (leak_calls > 0 && buf_kind != KIND_HOST) total_failed += leak_check(world_rank, world_size);
     if (world_rank == 0) printf("coll_check: %s\n", total_failed ? "FAIL" : "PASS");
     for (int k = 0; k < NTYPES; k++) if (types[k].kind >= K_VECD) MPI_Type_free(&types[k].dt);
