@@ -23,7 +23,9 @@
  *   mixed        groups of three: the first posted nonblocking on the communicator,
  *                the second run blocking on a duplicate of it, the third blocking on
  *                the communicator itself (legal: same order on every rank), then the
- *                first waited for
+ *                first waited for. The duplicate is made (once per collective) while
+ *                the first call of the first group is in flight: Open MPI agrees on
+ *                a new communicator's id with nonblocking allreduces on the parent
  *
  * Every rank posts and starts in the same order (MPI requires it); only the
  * completion order differs between ranks, which MPI allows and which a component
@@ -52,7 +54,7 @@ enum { MODE_BLOCKING, MODE_NONBLOCKING, MODE_PERSISTENT, MODE_MIXED, MODE_COUNT 
 static const char *mode_names[] = { "blocking", "nonblocking", "persistent", "mixed" };
 static int mode = MODE_BLOCKING;
 static int batch_k = 4, n_starts = 3;
-static MPI_Comm comm_side = MPI_COMM_NULL;   /* mixed: the duplicate of comm */
+static MPI_Comm comm_side = MPI_COMM_NULL;   /* mixed: the duplicate of comm (freed by main) */
 
 enum coll_id { C_ALLREDUCE, C_ALLGATHER, C_ALLGATHERV, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK,
                C_BCAST, C_ALLTOALL, C_ALLTOALLV, C_REDUCE };
@@ -342,6 +344,7 @@ static void submit(test *x)
         x->fill(x);
         push(x);
         issue(x, H_NONBLOCKING, &breq[nbatch]);
+        if (mode == MODE_MIXED && comm_side == MPI_COMM_NULL) MPI_Comm_dup(comm, &comm_side);
     }
     nbatch++;
     if (nbatch == batch_k && mode != MODE_MIXED) flush();
