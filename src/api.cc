@@ -72,6 +72,15 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
 }
 
 namespace {
+// The size a call's log line gives: what the call moves as MPI counts it (a reduction's
+// vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
+size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
+    if (coll != STRATA_COLL_ALLTOALL) return coll == STRATA_COLL_ALLGATHER ? call_bytes(coll, team, a) : a.bytes();
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    return total;
+}
+
 // Each rank reads the file alone; setup agrees on its hash (Team::expect_same), and
 // a team whose ranks disagree, or where one could not read it, uses the built-in
 // rules everywhere. Without a file every rank holds the same (empty) rules.
@@ -267,7 +276,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.alg = alg;
     info.alg_name = table.algorithms[alg].name;
     info.rule_line = rule_line;
-    info.bytes = args.bytes();
+    info.bytes = log_bytes(coll, team, args);
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
     info.why = args.why ? args.why : status_name(args.local);
@@ -334,6 +343,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->check_args = 0;
     cfg->lazy_calls = 4;
     cfg->rules_file = nullptr;
+    cfg->setup_at_creation = 0;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
@@ -401,6 +411,11 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
 }
 
 void strata_team_destroy(strata_team_t *team) { delete static_cast<Team *>(team); }
+
+strata_status_t strata_team_setup(strata_team_t *team) {
+    if (team == nullptr) return STRATA_ERR_ARG;
+    return static_cast<Team *>(team)->ensure_setup();
+}
 
 // A NULL buffer where this rank has bytes to move fails the call on this rank (after
 // every rank got as far, so that its peers hear of it); in place is STRATA_IN_PLACE.

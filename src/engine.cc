@@ -357,12 +357,10 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
         }
     }
     for (size_t i = 0; i < n; ++i) r.first_dependent[i + 1] += r.first_dependent[i];
-    {
-        std::vector<uint32_t> fill(r.first_dependent.begin(), r.first_dependent.end() - 1);
-        for (size_t i = 0; i < n; ++i)
-            for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
-                r.dependents[fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
-    }
+    r.fill.assign(r.first_dependent.begin(), r.first_dependent.end() - 1);
+    for (size_t i = 0; i < n; ++i)
+        for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
+            r.dependents[r.fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
     r.active.clear();
     for (size_t i = 0; i < n; ++i)
         if (r.pending[i] == 0 && steps_[i].state != State::Done) r.active.push_back(static_cast<StepId>(i));

@@ -2,9 +2,10 @@
 //
 // An algorithm is a list of steps (copy, reduce, send, recv, signal, wait) with
 // dependencies on earlier steps. The engine starts every step whose dependencies
-// are complete and polls started ones; it never blocks inside a step, so the
-// same schedules can later back nonblocking collectives. run() progresses until
-// every step is complete, yielding the CPU when nothing moves.
+// are complete and polls started ones; it never blocks inside a step. run()
+// progresses until every step is complete, yielding the CPU when nothing moves;
+// start() and progress() do the same in pieces, for the calls that complete later
+// (nonblocking and persistent collectives: Team::submit).
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
@@ -190,7 +191,7 @@ private:
     struct Run {
         P2PChannel *ch = nullptr;
         RunWatch *watch = nullptr;
-        std::vector<uint32_t> pending, first_dependent, dependents;
+        std::vector<uint32_t> pending, first_dependent, dependents, fill;  // kept: a rerun allocates nothing
         std::vector<StepId> active, next;
         size_t done = 0;
         int idle = 0;

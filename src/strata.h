@@ -103,6 +103,11 @@ typedef struct strata_transport {
     int (*agree_min)(void *ctx, int *values, int n);       /* values[i] = min over ranks, i < n */
     int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
+    /* Progresses the stack's other outstanding work (Open MPI: opal_progress, which
+     * also runs strata_progress), called while a blocking call waits, so that the
+     * stack's own nonblocking collectives, which a peer may be waiting for, advance.
+     * May be NULL. */
+    void (*progress)(void *ctx);
 } strata_transport_t;
 
 /* Where schedules run when every rank of a communicator has a GPU. */
@@ -135,6 +140,7 @@ typedef struct strata_config {
     int check_args;                 /* agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
+    int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */
@@ -168,6 +174,12 @@ typedef struct strata_team strata_team_t;
 strata_status_t strata_team_create(int rank, int size, int node_key,
                                    const strata_transport_t *transport,
                                    const strata_config_t *cfg, strata_team_t **team);
+/* Sets the team up now (shared memory, GPU path; what the first collective call that
+ * needs it does otherwise): collective over the communicator, every rank must call it.
+ * STRATA_OK: calls may be served, nonblocking ones included; STRATA_FALLBACK: the team
+ * hands its calls back (agreed; a team where no rank had a GPU yet asks again at
+ * later blocking calls). */
+strata_status_t strata_team_setup(strata_team_t *team);
 /* Releases everything; safe on NULL. Not collective. */
 void strata_team_destroy(strata_team_t *team);
 

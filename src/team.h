@@ -73,8 +73,12 @@ public:
     bool flag_owner(const uint64_t *f, int *local, int *which) const;
 
     // Tags: a call's messages use tag slot (call number % kTagCalls), sub-tags 0 ..
-    // kTagSubs - 1 within it (call.h), so a message of one call can only meet a
-    // receive of a call kTagCalls later; the last slot is for setup and failure notices.
+    // kTagSubs - 1 within it (call.h); the last slot is for setup and failure notices.
+    // Any number of calls may be outstanding: a rank runs a team's calls one after the
+    // other, so it posts call n's receives (and sends call n's messages) before any of
+    // call n + kTagCalls, which shares n's slot; and point-to-point messages from one
+    // sender with one tag match in the order they were sent (MPI's non-overtaking
+    // rule), so a message of call n + kTagCalls can never meet a receive of call n.
     static constexpr int kTagSubs = 4096;
     static constexpr uint64_t kTagCalls = STRATA_TAG_SPACE / kTagSubs - 1;
     static int control_tag(int sub) { return int((kTagCalls << 12) | uint64_t(sub)); }
@@ -230,6 +234,7 @@ private:
     int progress_queue(bool *idle);
     void complete(Call &call, Status st);
     void forget_queue();
+    void progress_others();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     const char *last_algorithm_ = nullptr;
 public:

@@ -77,8 +77,7 @@ Status Team::run_call(Call &call) {
         st = call.progress(&finished, &idle);
         if (st != STRATA_OK || finished) break;
         if (idle) {
-            bool others_idle = false;
-            progress_all(&others_idle);
+            progress_others();
             sched_yield();  // ranks may share cores: let the peer we wait for run
         }
     }
@@ -158,7 +157,22 @@ void Team::drain() {
     while (!queue_.empty()) {
         bool idle = false;
         progress_all(&idle);
-        if (idle) sched_yield();
+        if (idle) {
+            if (tp_.progress) tp_.progress(tp_.ctx);
+            sched_yield();
+        }
+    }
+}
+
+// A rank waiting in a blocking call still advances its other communicators' queued
+// calls and the stack's own nonblocking collectives: a peer may wait for either
+// before it can reach this call (MPI's progress rule).
+void Team::progress_others() {
+    bool idle = false;
+    if (tp_.progress) {
+        tp_.progress(tp_.ctx);  // Open MPI's loop runs strata_progress too
+    } else {
+        progress_all(&idle);
     }
 }
 

@@ -35,6 +35,7 @@ typedef struct mca_coll_strata_component_t {
     double timeout;         /* seconds without progress before a call fails; 0: none */
     bool check_args;        /* agree size, type, op and root before every call */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
+    bool setup_at_creation; /* set a communicator up when it is made */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;

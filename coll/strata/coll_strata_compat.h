@@ -33,6 +33,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
 #include "opal/util/info.h"
 
 #include <stdio.h>
@@ -153,6 +154,33 @@ static inline int mca_coll_strata_runtime_series_ok(char *why, size_t len)
         return 0;
     }
     return 1;
+}
+
+/* The request a nonblocking or persistent entry returns. The MPI layer (MPI_Ibcast,
+ * MPI_Iallgather, ..., in both series) takes it for an ompi_coll_base_nbc_request_t:
+ * for a derived datatype or a user op it retains them and stores them, and a
+ * completion callback, in that struct's fields after ompi_request_t. Its header
+ * (ompi/mca/coll/base/coll_base_util.h) cannot be included: it needs
+ * ompi/mpi/fortran/base/fint_2_int.h, which Debian's and Ubuntu's packages of 4.1 and
+ * 5.0 do not install. So a strata request starts with ompi_request_t and room for
+ * those fields, which only libmpi touches (the parent class's constructor clears
+ * them): 4.1: callback, its data, two retained objects; 5.0: callback, its data,
+ * three words of retained objects and OMPI_REQ_NB_RELEASE_ARRAYS (7) arrays. */
+#if MCA_COLL_STRATA_OMPI_SERIES == 41
+#  define MCA_COLL_STRATA_NBC_WORDS 4
+#else
+#  define MCA_COLL_STRATA_NBC_WORDS 12
+#endif
+typedef struct mca_coll_strata_nbc_request {
+    ompi_request_t super;
+    void *nbc_fields[MCA_COLL_STRATA_NBC_WORDS];
+} mca_coll_strata_nbc_request_t;
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
+
+/* Whether the running libmpi's ompi_coll_base_nbc_request_t fits in that room. */
+static inline int mca_coll_strata_nbc_request_fits(void)
+{
+    return ompi_coll_base_nbc_request_t_class.cls_sizeof <= sizeof(mca_coll_strata_nbc_request_t);
 }
 
 /* Whether rank i of comm runs on this node. */

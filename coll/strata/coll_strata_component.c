@@ -234,6 +234,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->timeout = d->timeout;
     cs->check_args = 0 != d->check_args;
     cs->lazy_calls = d->lazy_calls;
+    cs->setup_at_creation = 0 != d->setup_at_creation;
     mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
 }
 
@@ -352,6 +353,15 @@ static int mca_coll_strata_register(void)
         "cost what they cost without strata; 0 sets up at the first call",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->lazy_calls);
+    (void) mca_base_component_var_register(c, "setup_at_creation",
+        "Set strata up on a communicator when it is made (a collective step of its "
+        "creation: shared memory, the GPU path) instead of at its first blocking call. "
+        "strata serves nonblocking and persistent calls only on a communicator that is set "
+        "up, since setting up is an agreement a nonblocking call must not wait for: turn "
+        "this on for programs whose collectives are all nonblocking. Costs one allgather "
+        "per new communicator, and shared memory for every one with ranks sharing a node",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->setup_at_creation);
     (void) mca_base_component_var_register(c, "check_args",
         "Before each collective, agree across the communicator on what MPI requires to "
         "match (count x datatype size, the datatype, op and root) and on every rank's "
@@ -438,6 +448,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
     cfg->check_args = cs->check_args ? 1 : 0;
     cfg->lazy_calls = cs->lazy_calls;
+    cfg->setup_at_creation = cs->setup_at_creation ? 1 : 0;
     cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])
                           ? mca_coll_strata_rules_file : NULL;
 }

@@ -233,9 +233,12 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
 #undef STRATA_CAPTURE
 
     /* Nonblocking and persistent entries whose previous one is missing are left to
-     * the base (strata's pointer is cleared before the base copies them). */
+     * the base (strata's pointer is cleared before the base copies them), all of them
+     * where this Open MPI's nonblocking request does not fit strata's
+     * (coll_strata_compat.h). */
 #define STRATA_CAPTURE_OPTIONAL(name)                                       \
-    if (NULL != comm->c_coll->coll_##name && NULL != comm->c_coll->coll_##name##_module) { \
+    if (NULL != comm->c_coll->coll_##name && NULL != comm->c_coll->coll_##name##_module && \
+        mca_coll_strata_nbc_request_fits()) {                               \
         m->prev.name = comm->c_coll->coll_##name;                           \
         m->prev.name##_module = comm->c_coll->coll_##name##_module;         \
         OBJ_RETAIN(m->prev.name##_module);                                  \
@@ -275,6 +278,16 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
                        ompi_process_info.nodename, comm->c_name, (int) st);
         m->team = NULL;
         return OMPI_ERROR;
+    }
+    /* Set up now, a step of the communicator's creation that every rank takes (the
+     * previous modules, which the setup's agreements run on, are in place). */
+    if (cfg.setup_at_creation) {
+        st = strata_team_setup(m->team);
+        if (STRATA_OK != st && STRATA_FALLBACK != st) {
+            opal_output_verbose(1, mca_coll_strata_component.output,
+                                "coll:strata: setting up %s at its creation failed (%s)", comm->c_name,
+                                strata_status_name(st));
+        }
     }
     opal_output_verbose(1, mca_coll_strata_component.output,
                         "coll:strata: %d: enabled on %s (cid %d, %d ranks, node key %d)",

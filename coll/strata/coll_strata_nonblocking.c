@@ -38,8 +38,10 @@ typedef struct layout {
     char *packed;
 } layout_t;
 
+/* Starts as an ompi_coll_base_nbc_request_t (coll_strata_compat.h): the MPI layer
+ * writes retained datatypes and ops after ompi_request_t. */
 typedef struct mca_coll_strata_request_t {
-    ompi_request_t super;
+    mca_coll_strata_nbc_request_t super;
     mca_coll_strata_module_t *m;
     const char *name;
     strata_start_t how;              /* ctx = this request */
@@ -66,7 +68,7 @@ static void request_construct(mca_coll_strata_request_t *r)
     r->nmem = 0;
 }
 
-OBJ_CLASS_INSTANCE(mca_coll_strata_request_t, ompi_request_t, request_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_coll_strata_request_t, ompi_coll_base_nbc_request_t, request_construct, NULL);
 
 static int progress_registered = 0;
 
@@ -100,17 +102,23 @@ static void release(mca_coll_strata_request_t *r)
         free(r->mem[i]);
     }
     free(r->mem);
+    for (i = 0; i < r->npack; ++i) {
+        OBJ_RELEASE(r->pack[i].dt);
+    }
+    for (i = 0; i < r->nunpack; ++i) {
+        OBJ_RELEASE(r->unpack[i].dt);
+    }
     free(r->pack);
     free(r->unpack);
     OBJ_RELEASE(r->m->comm);
-    OMPI_REQUEST_FINI(&r->super);
+    OMPI_REQUEST_FINI(&r->super.super);
     OBJ_RELEASE(r);
 }
 
 static int request_free(ompi_request_t **req)
 {
     mca_coll_strata_request_t *r = (mca_coll_strata_request_t *) *req;
-    if (!REQUEST_COMPLETE(&r->super)) {
+    if (!REQUEST_COMPLETE(&r->super.super)) {
         return MPI_ERR_REQUEST;   /* a running collective cannot be let go (as libnbc) */
     }
     release(r);
@@ -127,8 +135,8 @@ static int request_cancel(ompi_request_t *req, int complete)
 
 static void finish(mca_coll_strata_request_t *r, int rc)
 {
-    r->super.req_status.MPI_ERROR = rc;
-    ompi_request_complete(&r->super, true);
+    r->super.super.req_status.MPI_ERROR = rc;
+    ompi_request_complete(&r->super.super, true);
 }
 
 /* The core's call ended (from strata_progress). */
@@ -171,9 +179,9 @@ static int run_packs(mca_coll_strata_request_t *r)
 static int start_one(mca_coll_strata_request_t *r)
 {
     int rc;
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
-    r->super.req_complete = REQUEST_PENDING;
-    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_complete = REQUEST_PENDING;
+    r->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
     if (NULL != r->core) {
         rc = run_packs(r);
         if (MPI_SUCCESS != rc) {
@@ -216,13 +224,13 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
     if (NULL == r) {
         return NULL;
     }
-    OMPI_REQUEST_INIT(&r->super, persistent);
-    r->super.req_type = OMPI_REQUEST_COLL;
-    r->super.req_mpi_object.comm = m->comm;
-    r->super.req_free = request_free;
-    r->super.req_cancel = request_cancel;
-    r->super.req_start = request_start;
-    r->super.req_status._cancelled = 0;
+    OMPI_REQUEST_INIT(&r->super.super, persistent);
+    r->super.super.req_type = OMPI_REQUEST_COLL;
+    r->super.super.req_mpi_object.comm = m->comm;
+    r->super.super.req_free = request_free;
+    r->super.super.req_cancel = request_cancel;
+    r->super.super.req_start = request_start;
+    r->super.super.req_status._cancelled = 0;
     r->m = m;
     r->name = name;
     r->how.persistent = persistent;
@@ -263,6 +271,7 @@ static int add_layout(mca_coll_strata_request_t *r, int at_start, void *user, in
     l[*n].dt = dt;
     l[*n].packed = packed;
     ++*n;
+    OBJ_RETAIN(dt);   /* a persistent call's may be freed before its starts (MPI allows it) */
     return 1;
 }
 
@@ -300,12 +309,12 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
         release(r);
         return 1;
     }
-    *request = &r->super;
+    *request = &r->super.super;
     *rc = MPI_SUCCESS;
     if (persistent) {
         return 1;   /* inactive until MPI_Start */
     }
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     if (NULL == r->core) {
         finish(r, MPI_SUCCESS);   /* nothing to move */
     }
@@ -316,8 +325,11 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
 static const char *no_nonblocking(void)
 {
     /* The core progresses a thread's calls from that thread (strata_progress). */
-    return ompi_mpi_thread_multiple ? "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)"
-                                    : NULL;
+    if (ompi_mpi_thread_multiple) {
+        return "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)";
+    }
+    return mca_coll_strata_nbc_request_fits() ? NULL : "this Open MPI's nonblocking collective request is larger "
+                                                       "than strata's (nonblocking calls go to the previous component)";
 }
 
 /* The previous component's request on this rank's buffers, staged through host memory
@@ -339,11 +351,11 @@ static int wrap(mca_coll_strata_module_t *m, const char *name, int persistent, m
     r->stage = *p;
     r->staged = 1;
     r->copy_back = copy_back;
-    *request = &r->super;
+    *request = &r->super.super;
     if (persistent) {
         return MPI_SUCCESS;
     }
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.super.req_state = OMPI_REQUEST_ACTIVE;
     return ompi_request_set_callback(inner, inner_done, r);
 }
 
@@ -382,93 +394,20 @@ static int local_failure(mca_coll_strata_request_t *r, strata_coll_t coll, strat
                  rc);
 }
 
-static int allreduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, int count,
-                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int persistent,
-                        struct ompi_info_t *info, ompi_request_t **request)
-{
-    const char *name = NAME(persistent, "allreduce"), *why = no_nonblocking();
-    size_t bytes = 0, per = 1;
-    strata_dtype_t sdt = STRATA_BYTE;
-    strata_op_t sop = STRATA_OP_SUM;
-    int packed = 0, rc = MPI_SUCCESS;
-    struct ompi_datatype_t *basic = dtype;
-    mca_coll_strata_pair_t p;
-    ptrdiff_t lo;
-    size_t len;
-    ompi_request_t *inner = NULL;
-
-    ompi_datatype_type_size(dtype, &bytes);
-    bytes *= (size_t) count;
-    if (NULL == why && 0 == bytes) {
-        why = "nothing to move";
-    }
-    if (NULL == why) {
-        why = mca_coll_strata_reduction_type(dtype, op, &sdt, &sop, &per, &packed, &basic);
-    }
-    if (NULL == why) {
-        mca_coll_strata_request_t *r = request_new(m, name, persistent);
-        const void *s = MPI_IN_PLACE == sbuf ? MPI_IN_PLACE : sbuf;
-        void *d = rbuf;
-        if (NULL == r) {
-            return MPI_ERR_NO_MEM;
-        }
-        if (packed) {
-            s = as_bytes(r, MPI_IN_PLACE == sbuf ? rbuf : sbuf, count, dtype, 1, 0);
-            d = as_bytes(r, rbuf, count, dtype, 0, 1);
-            if (NULL == s || NULL == d) {
-                return local_failure(r, STRATA_COLL_ALLREDUCE, STRATA_ERR_NOMEM, "no memory to pack the datatype",
-                                     bytes, sdt, sop, request, &rc) ? rc : MPI_ERR_NO_MEM;
-            }
-            if (!persistent && MPI_SUCCESS != run_packs(r)) {
-                return local_failure(r, STRATA_COLL_ALLREDUCE, STRATA_ERR_ARG, "packing the datatype failed", bytes,
-                                     sdt, sop, request, &rc) ? rc : MPI_ERR_INTERN;
-            }
-        }
-        if (taken(r, strata_iallreduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, &r->how,
-                                       &r->core),
-                  request, &rc)) {
-            return rc;
-        }
-        why = mca_coll_strata_why_core_declined;
-    }
-    mca_coll_strata_log_fallback(m->comm, name, bytes, why);
-    mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
-    if (!stage(&p, name, sbuf, lo, len, rbuf, lo, len, &rc)) {
-        return PREV_DIRECT(m, persistent, allreduce, sbuf, rbuf, count, dtype, op);
-    }
-    if (MPI_SUCCESS == rc) {
-        rc = PREV(m, persistent, allreduce, p.su, p.ru, count, dtype, op);
-    }
-    return wrap(m, name, persistent, &p, 1, rc, inner, request);
-}
-
-int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module)
-{
-    (void) comm;
-    return allreduce_nb(M(module), sbuf, rbuf, count, dtype, op, 0, NULL, request);
-}
-
-int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void) comm;
-    return allreduce_nb(M(module), sbuf, rbuf, count, dtype, op, 1, info, request);
-}
-
+/* reduce to root, or allreduce (root < 0). */
 static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, int count,
                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root, int persistent,
                      struct ompi_info_t *info, ompi_request_t **request)
 {
-    const char *name = NAME(persistent, "reduce"), *why = no_nonblocking();
-    const int is_root = ompi_comm_rank(m->comm) == root;
+    const int all = root < 0, is_root = all || ompi_comm_rank(m->comm) == root;
+    const strata_coll_t coll = all ? STRATA_COLL_ALLREDUCE : STRATA_COLL_REDUCE;
+    const char *name = all ? NAME(persistent, "allreduce") : NAME(persistent, "reduce"), *why = no_nonblocking();
     size_t bytes = 0, per = 1;
     strata_dtype_t sdt = STRATA_BYTE;
     strata_op_t sop = STRATA_OP_SUM;
     int packed = 0, rc = MPI_SUCCESS;
     struct ompi_datatype_t *basic = dtype;
+    strata_status_t st;
     mca_coll_strata_pair_t p;
     ptrdiff_t lo;
     size_t len;
@@ -493,17 +432,19 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
             s = as_bytes(r, MPI_IN_PLACE == sbuf ? rbuf : sbuf, count, dtype, 1, 0);
             d = is_root ? as_bytes(r, rbuf, count, dtype, 0, 1) : NULL;
             if (NULL == s || (is_root && NULL == d)) {
-                return local_failure(r, STRATA_COLL_REDUCE, STRATA_ERR_NOMEM, "no memory to pack the datatype", bytes,
+                return local_failure(r, coll, STRATA_ERR_NOMEM, "no memory to pack the datatype", bytes,
                                      sdt, sop, request, &rc) ? rc : MPI_ERR_NO_MEM;
             }
             if (!persistent && MPI_SUCCESS != run_packs(r)) {
-                return local_failure(r, STRATA_COLL_REDUCE, STRATA_ERR_ARG, "packing the datatype failed", bytes, sdt,
+                return local_failure(r, coll, STRATA_ERR_ARG, "packing the datatype failed", bytes, sdt,
                                      sop, request, &rc) ? rc : MPI_ERR_INTERN;
             }
         }
-        if (taken(r, strata_ireduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, root,
-                                    &r->how, &r->core),
-                  request, &rc)) {
+        st = all ? strata_iallreduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, &r->how,
+                                     &r->core)
+                 : strata_ireduce(m->team, MCA_COLL_STRATA_SBUF(s), d, (size_t) count * per, sdt, sop, root, &r->how,
+                                  &r->core);
+        if (taken(r, st, request, &rc)) {
             return rc;
         }
         why = mca_coll_strata_why_core_declined;
@@ -511,12 +452,30 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
     mca_coll_strata_log_fallback(m->comm, name, bytes, why);
     mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
     if (!stage(&p, name, sbuf, lo, len, is_root ? rbuf : NULL, lo, is_root ? len : 0, &rc)) {
-        return PREV_DIRECT(m, persistent, reduce, sbuf, rbuf, count, dtype, op, root);
+        return all ? PREV_DIRECT(m, persistent, allreduce, sbuf, rbuf, count, dtype, op)
+                   : PREV_DIRECT(m, persistent, reduce, sbuf, rbuf, count, dtype, op, root);
     }
     if (MPI_SUCCESS == rc) {
-        rc = PREV(m, persistent, reduce, p.su, is_root ? p.ru : rbuf, count, dtype, op, root);
+        rc = all ? PREV(m, persistent, allreduce, p.su, p.ru, count, dtype, op)
+                 : PREV(m, persistent, reduce, p.su, is_root ? p.ru : rbuf, count, dtype, op, root);
     }
     return wrap(m, name, persistent, &p, is_root, rc, inner, request);
+}
+
+int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 0, NULL, request);
+}
+
+int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                   ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 1, info, request);
 }
 
 int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

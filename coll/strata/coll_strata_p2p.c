@@ -22,8 +22,11 @@
  */
 #include "coll_strata.h"
 
+#include <stdlib.h>
+
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 #if (-(1 << 23) + 1) > (MCA_COLL_STRATA_TAG_BASE - STRATA_TAG_SPACE + 1) || MCA_COLL_STRATA_TAG_BASE > -28
@@ -155,6 +158,14 @@ static int mca_coll_strata_allgather_int(void *ctx, int value, int *all)
     return OMPI_SUCCESS == rc ? STRATA_OK : STRATA_ERR_COMM;
 }
 
+/* Open MPI's progress loop: the PML, libnbc's nonblocking collectives, and strata's
+ * own queued calls (strata_progress, registered in coll_strata_nonblocking.c). */
+static void mca_coll_strata_progress(void *ctx)
+{
+    (void) ctx;
+    (void) opal_progress();
+}
+
 void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transport_t *t)
 {
     t->ctx = m;
@@ -164,6 +175,7 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->cancel = mca_coll_strata_cancel;
     t->agree_min = mca_coll_strata_agree_min;
     t->allgather_int = mca_coll_strata_allgather_int;
+    t->progress = mca_coll_strata_progress;
     /* Whether the PML takes GPU memory: the Open MPI build and its settings decide,
      * the same on every rank of a job (coll_strata_compat.h; Debian's is not). */
     t->device_capable = mca_coll_strata_stack_cuda_aware();
