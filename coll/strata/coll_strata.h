@@ -221,9 +221,9 @@ void mca_coll_strata_core_log(int level, const char *msg);
 /* The core logs each call under its core collective (allgather, reduce_scatter,
  * alltoall). An MPI-level variant it serves (allgatherv, reduce_scatter_block,
  * alltoallv) gets its own verbose-2 line naming the algorithm that ran, as the core
- * reports it (strata_team_last_algorithm). */
+ * reports it (strata_team_last_algorithm); mode: "" or ", nonblocking" / ", persistent". */
 void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                 const char *name, size_t bytes);
+                                 const char *name, size_t bytes, const char *mode);
 
 /* Fallback reasons shared by several entry points. */
 extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_FALLBACK */

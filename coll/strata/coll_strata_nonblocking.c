@@ -44,6 +44,9 @@ typedef struct mca_coll_strata_request_t {
     mca_coll_strata_nbc_request_t super;
     mca_coll_strata_module_t *m;
     const char *name;
+    const char *variant;             /* allgatherv, reduce_scatter_block, alltoallv: logged by name */
+    strata_coll_t core_coll;         /* the core collective that serves the variant */
+    size_t variant_bytes;
     strata_start_t how;              /* ctx = this request */
     strata_request_t *core;          /* strata serves it (NULL: nothing to do) */
     ompi_request_t *inner;           /* or the previous component does, on staged buffers */
@@ -58,6 +61,9 @@ typedef struct mca_coll_strata_request_t {
 static void request_construct(mca_coll_strata_request_t *r)
 {
     r->m = NULL;
+    r->variant = NULL;
+    r->core_coll = STRATA_COLL_ALLREDUCE;
+    r->variant_bytes = 0;
     r->core = NULL;
     r->inner = NULL;
     r->staged = 0;
@@ -190,6 +196,12 @@ static int start_one(mca_coll_strata_request_t *r)
         }
         return MPI_SUCCESS == rc && STRATA_OK == strata_request_start(r->core) ? MPI_SUCCESS : MPI_ERR_REQUEST;
     }
+    if (NULL != r->inner && OMPI_REQUEST_NOOP == r->inner->req_type) {
+        /* The previous component had nothing to move: its persistent no-op request has
+         * no req_start (MPI_Start only marks it). */
+        finish(r, MPI_SUCCESS);
+        return MPI_SUCCESS;
+    }
     if (NULL != r->inner) {
         if (r->staged && MPI_SUCCESS != mca_coll_strata_pair_refresh(&r->stage)) {
             finish(r, MPI_ERR_INTERN);
@@ -242,6 +254,16 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
         progress_registered = 1;
     }
     return r;
+}
+
+/* An MPI variant strata serves with another core collective: its log line names it. */
+static void name_variant(mca_coll_strata_request_t *r, const char *variant, strata_coll_t coll, size_t bytes)
+{
+    if (NULL != r) {
+        r->variant = variant;
+        r->core_coll = coll;
+        r->variant_bytes = bytes;
+    }
 }
 
 /* A packed copy of bytes (freed with the request); NULL when out of memory. */
@@ -529,6 +551,7 @@ static int reduce_scatter_nb(mca_coll_strata_module_t *m, const char *name, cons
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, NULL == rcounts ? "reduce_scatter_block" : NULL, STRATA_COLL_REDUCE_SCATTER, total * size);
         const void *s = sbuf;
         void *d = rbuf;
         if (NULL == r) {
@@ -701,6 +724,7 @@ static int allgather_nb(mca_coll_strata_module_t *m, const char *name, const voi
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, NULL != rcounts ? "allgatherv" : NULL, STRATA_COLL_ALLGATHER, total);
         const char *bad = NULL;
         const void *s = STRATA_IN_PLACE;
         char *base = (char *) rbuf;
@@ -867,6 +891,7 @@ static int alltoall_nb(mca_coll_strata_module_t *m, const char *name, const void
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, uniform ? NULL : "alltoallv", STRATA_COLL_ALLTOALL, total);
         const char *bad = NULL;
         char *sb = (char *) sbuf, *rb = (char *) rbuf;
         if (NULL == r) {
