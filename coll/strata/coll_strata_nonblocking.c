@@ -150,6 +150,10 @@ static void core_done(void *ctx, strata_status_t st)
 {
     mca_coll_strata_request_t *r = (mca_coll_strata_request_t *) ctx;
     int i, rc = mca_coll_strata_status_to_mpi(st, r->m, r->name);
+    if (STRATA_OK == st && NULL != r->variant) {   /* the MPI call by its own name, as blocking ones */
+        mca_coll_strata_log_variant(r->m, r->core_coll, r->variant, r->variant_bytes,
+                                    r->how.persistent ? ", persistent" : ", nonblocking");
+    }
     for (i = 0; MPI_SUCCESS == rc && i < r->nunpack; ++i) {
         layout_t *l = &r->unpack[i];
         rc = mca_coll_strata_unpack(l->packed, l->user, l->count, l->dt);
