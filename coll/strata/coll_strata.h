@@ -36,6 +36,7 @@ typedef struct mca_coll_strata_component_t {
     bool check_args;        /* agree size, type, op and root before every call */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
     bool setup_at_creation; /* set a communicator up when it is made */
+    bool progress_thread;   /* a thread progresses nonblocking calls (MPI_THREAD_MULTIPLE) */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;

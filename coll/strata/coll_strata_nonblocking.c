@@ -18,8 +18,11 @@
  */
 #include "coll_strata.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/request/request.h"
@@ -84,8 +87,57 @@ static int strata_progress_cb(void)
     return strata_progress();
 }
 
+/* coll_strata_progress_thread: a thread that progresses the queued calls while the
+ * application computes (MPI_THREAD_MULTIPLE only: it calls the PML). It spins
+ * (yielding) while calls are queued and naps otherwise. */
+static pthread_t progress_thread;
+static volatile int progress_thread_on = 0;
+
+static void *progress_thread_main(void *arg)
+{
+    (void) arg;
+    while (__atomic_load_n(&progress_thread_on, __ATOMIC_ACQUIRE)) {
+        (void) strata_progress();
+        if (strata_progress_pending()) {
+            sched_yield();
+        } else {
+            struct timespec nap = { 0, 200 * 1000 };
+            nanosleep(&nap, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Once, at the first nonblocking call: the progress loop, and the thread if asked. */
+static void start_progress(void)
+{
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    if (!progress_registered) {
+        opal_progress_register(strata_progress_cb);
+        progress_registered = 1;
+        if (mca_coll_strata_component.progress_thread && !ompi_mpi_thread_multiple) {
+            opal_output_verbose(1, mca_coll_strata_component.output,
+                                "coll:strata: coll_strata_progress_thread needs MPI_THREAD_MULTIPLE (the thread "
+                                "calls the point-to-point layer): no progress thread; nonblocking calls advance "
+                                "in MPI calls");
+        } else if (mca_coll_strata_component.progress_thread) {
+            __atomic_store_n(&progress_thread_on, 1, __ATOMIC_RELEASE);
+            if (0 != pthread_create(&progress_thread, NULL, progress_thread_main, NULL)) {
+                progress_thread_on = 0;
+                opal_output(mca_coll_strata_component.output, "coll:strata: cannot start the progress thread");
+            }
+        }
+    }
+    pthread_mutex_unlock(&once);
+}
+
 void mca_coll_strata_nonblocking_fini(void)
 {
+    if (progress_thread_on) {
+        __atomic_store_n(&progress_thread_on, 0, __ATOMIC_RELEASE);
+        (void) pthread_join(progress_thread, NULL);
+    }
     if (progress_registered) {
         opal_progress_unregister(strata_progress_cb);
         progress_registered = 0;
@@ -254,8 +306,7 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
     r->how.ctx = r;
     OBJ_RETAIN(m->comm);   /* the team must outlive the call */
     if (!progress_registered) {
-        opal_progress_register(strata_progress_cb);
-        progress_registered = 1;
+        start_progress();
     }
     return r;
 }
@@ -350,10 +401,6 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
 /* Why strata does not take nonblocking calls in this process at all (NULL: it may). */
 static const char *no_nonblocking(void)
 {
-    /* The core progresses a thread's calls from that thread (strata_progress). */
-    if (ompi_mpi_thread_multiple) {
-        return "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)";
-    }
     return mca_coll_strata_nbc_request_fits() ? NULL : "this Open MPI's nonblocking collective request is larger "
                                                        "than strata's (nonblocking calls go to the previous component)";
 }

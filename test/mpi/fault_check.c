@@ -1000,6 +1000,39 @@ static int case_progress(void)
     return finish("progress", 2, bad, MPI_Wtime() - t0, NULL);
 }
 
+/* coll_strata_progress_thread: nonblocking allreduces started, then 0.3 s of compute
+ * without any MPI call, then one MPI_Testall must find them all complete (the thread
+ * progressed them). Without the thread a single test cannot finish a schedule of
+ * many steps: that run must report "not complete" (the control). Prints
+ * "overlap: complete" or "overlap: not complete" and checks the values either way. */
+static int case_overlap(int provided)
+{
+    int rank, size, n = 1 << 17, flag = 0, all = 0;
+    long bad = 0;
+    double t0 = MPI_Wtime();
+    MPI_Request req[3];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double *a = malloc((size_t) n * sizeof(double)), *b = malloc(3 * (size_t) n * sizeof(double));
+    for (int i = 0; i < n; i++) a[i] = rank + i % 5;
+    MPI_Allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);   /* strata sets up (not a small call) */
+    for (int i = 0; i < n; i++) a[i] = rank + i % 5;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 0; k < 3; k++) MPI_Iallreduce(a, b + (size_t) k * n, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[k]);
+    volatile double x = 0;
+    while (MPI_Wtime() - t0 < 0.3 + 0.05 * size) x += 1e-9;   /* compute, no MPI call (MPI_Wtime is local) */
+    MPI_Testall(3, req, &flag, MPI_STATUSES_IGNORE);
+    MPI_Allreduce(&flag, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!flag) MPI_Waitall(3, req, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n; i++) bad += b[(size_t) k * n + i] != size * (size - 1) / 2.0 + size * (double) (i % 5);
+    free(a);
+    free(b);
+    char extra[80];
+    snprintf(extra, sizeof extra, "overlap: %s (thread level %d)", all ? "complete" : "not complete", provided);
+    return finish("overlap", 3, bad, MPI_Wtime() - t0, extra);
+}
+
 static int case_kill(void)
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -1025,7 +1058,8 @@ static int case_kill(void)
 int main(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "";
-    int provided = 0, want = !strcmp(name, "threads") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+    int provided = 0, want = !strcmp(name, "threads") || !strcmp(name, "overlap") ? MPI_THREAD_MULTIPLE
+                                                                                 : MPI_THREAD_SINGLE;
     MPI_Init_thread(&argc, &argv, want, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     for (int a = 2; a < argc; a++) {
@@ -1059,11 +1093,12 @@ int main(int argc, char **argv)
     else if (!strcmp(name, "deadline")) rc = case_deadline();
     else if (!strcmp(name, "kill")) rc = case_kill();
     else if (!strcmp(name, "progress")) rc = case_progress();
+    else if (!strcmp(name, "overlap")) rc = case_overlap(provided);
     else {
         if (!g_world_rank)
             fprintf(stderr, "usage: fault_check basic|zero|negdisp|layouts|random|threads|null-allreduce-recv|"
                             "null-allreduce-send|null-bcast-root|null-bcast-nonroot|null-allgather|null-alltoall|"
-                            "mismatch|deadline|kill|progress [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-L contig|same|mixed] [-v]\n");
+                            "mismatch|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-L contig|same|mixed] [-v]\n");
         rc = 2;
     }
     MPI_Finalize();
