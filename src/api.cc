@@ -1,6 +1,7 @@
 // src/api.cc - the C API: teams, tables, collectives.
 #include <atomic>
 #include <climits>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -189,7 +190,7 @@ struct strata_request {
     std::unique_ptr<strata::Call> call;
     strata_start_t how{};
     bool persistent = false;
-    bool done = true;  // not started, or completed
+    std::atomic<bool> done{true};  // not started, or completed (set by whichever thread's pass completed it)
     strata::Status status = STRATA_OK;
 };
 namespace strata {
@@ -212,6 +213,7 @@ void start_request(strata_request *r) {
 // on every rank or on none. A blocking call first waits for the team's queued ones:
 // it comes after them in MPI's order.
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{}) {
+    std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
     const bool blocking = start.mode == CallInfo::Blocking;
     if (blocking) {
         team.drain();
@@ -312,10 +314,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     r->persistent = start.mode == CallInfo::Persistent;
     r->call = std::move(owned);
     call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
+    // The callback first: a caller that sees the request done (strata_request_test)
+    // sees what its callback did.
     call.on_complete = [r](Status st) {
         r->status = st;
-        r->done = true;
         if (r->how.complete) r->how.complete(r->how.ctx, st);
+        r->done = true;
     };
     *start.request = r;
     if (!r->persistent) start_request(r);
@@ -414,7 +418,9 @@ void strata_team_destroy(strata_team_t *team) { delete static_cast<Team *>(team)
 
 strata_status_t strata_team_setup(strata_team_t *team) {
     if (team == nullptr) return STRATA_ERR_ARG;
-    return static_cast<Team *>(team)->ensure_setup();
+    Team &t = *static_cast<Team *>(team);
+    std::lock_guard<std::recursive_mutex> held(t.mutex());
+    return t.ensure_setup();
 }
 
 // A NULL buffer where this rank has bytes to move fails the call on this rank (after
@@ -651,8 +657,15 @@ strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *r
 }
 
 strata_status_t strata_request_start(strata_request_t *req) {
-    if (req == nullptr || !req->persistent || !req->done) return STRATA_ERR_ARG;
-    start_request(req);
+    if (req == nullptr) return STRATA_ERR_ARG;
+    std::unique_lock<std::recursive_mutex> held(req->team->mutex());
+    if (!req->persistent || !req->done) return STRATA_ERR_ARG;
+    req->done = false;
+    req->status = STRATA_OK;
+    req->team->submit(*req->call);
+    held.unlock();
+    bool idle = false;
+    Team::progress_all(&idle);  // gets it going where nothing waits for a peer
     return STRATA_OK;
 }
 
@@ -668,8 +681,12 @@ int strata_request_test(strata_request_t *req, strata_status_t *status) {
 
 strata_status_t strata_request_free(strata_request_t *req) {
     if (req == nullptr) return STRATA_OK;
-    if (!req->done) return STRATA_ERR_ARG;
-    req->team->return_call(std::move(req->call));
+    {
+        // The pass that completed it may still be finishing (on another thread).
+        std::lock_guard<std::recursive_mutex> held(req->team->mutex());
+        if (!req->done) return STRATA_ERR_ARG;
+        req->team->return_call(std::move(req->call));
+    }
     delete req;
     return STRATA_OK;
 }
@@ -678,6 +695,8 @@ int strata_progress(void) {
     bool idle = false;
     return Team::progress_all(&idle);
 }
+
+int strata_progress_pending(void) { return Team::anything_queued() ? 1 : 0; }
 
 static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const Start &how) {

@@ -5,11 +5,12 @@
 
 namespace strata {
 
-Call::Call(Team &team) : team_(team) {}
+Call::Call(Team &team) : team_(team), p2p_(&team.p2p()) {}
 
 Call::~Call() = default;
 
 void Call::reset() {
+    p2p_ = &team_.p2p();
     seg_seq_ = 0;
     mapped_ = false;
     sched_.clear();
@@ -25,9 +26,9 @@ Numbering Call::numbering() const {
     return Numbering{number_ << 32, static_cast<int>((number_ % Team::kTagCalls) << 12)};
 }
 
-Status Call::run() { return sched_.run(team_.p2p(), &team_, numbering()); }
+Status Call::run() { return sched_.run(*p2p_, &team_, numbering()); }
 
-Status Call::start() { return sched_.start(team_.p2p(), &team_, numbering()); }
+Status Call::start() { return sched_.start(*p2p_, &team_, numbering()); }
 
 uint64_t Call::take_segments(uint64_t n) {
     const uint64_t first = seg_seq_;

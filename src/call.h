@@ -131,6 +131,9 @@ private:
 
     friend class Team;
     Team &team_;
+    // The channel its schedule was built for (Team::p2p() then): a persistent call made
+    // on the host path keeps it if the team later moves to its GPU path.
+    P2PChannel *p2p_;
     bool pending_ = false;  // submitted, not yet completed
     bool started_ = false;  // numbered and running (the head of the team's queue)
     uint64_t number_ = 0;

@@ -284,6 +284,8 @@ strata_status_t strata_request_free(strata_request_t *req);
 /* Progresses every queued call of this thread's teams; returns how many completed.
  * Does nothing when called from inside strata (a transport's progress). */
 int strata_progress(void);
+/* Whether any call of the process is queued (a progress thread's cue to keep going). */
+int strata_progress_pending(void);
 
 /* For tests and logs: how many calls of a collective ran strata's algorithm `alg`. */
 uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int alg);

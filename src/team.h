@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -111,11 +112,18 @@ public:
     // Waits until every call this team queued has completed (a blocking call comes
     // after them, and decides nothing before they are done).
     void drain();
-    // One pass over the queued calls of every team of this thread: starts heads,
+    // One pass over the queued calls of every team of the process: starts heads,
     // progresses them, completes those that ended. Returns how many completed; *idle:
     // none moved for a while (the caller may yield). A call from inside a pass (a
-    // transport's progress calling back) does nothing.
+    // transport's progress calling back), or while another thread makes a pass, does
+    // nothing; a team whose owner is inside strata is left to it.
     static int progress_all(bool *idle);
+    // Whether any team of the process has calls queued.
+    static bool anything_queued();
+    // Held by whoever works on the team: its owner for a whole call into strata (the C
+    // API takes it), a pass for the team's queue. Recursive: an owner's wait makes
+    // passes that include its own team.
+    std::recursive_mutex &mutex() { return mu_; }
     // Call objects for nonblocking and persistent calls: from the team's pool (their
     // memory kept), and back when the request is freed.
     std::unique_ptr<Call> take_call();
@@ -228,6 +236,7 @@ private:
                               const char *setting) const;
     std::string where() const;
     std::unique_ptr<Call> blocking_;
+    std::recursive_mutex mu_;
     std::vector<Call *> queue_;                  // submitted, in order; the head runs
     std::vector<std::unique_ptr<Call>> pool_;    // call objects to reuse
     Status start_head(Call &call);

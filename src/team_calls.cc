@@ -21,7 +21,9 @@
 //    Nothing needs the deadline but a rank that stops without telling (a hung peer,
 //    or a different count across nodes): coll_strata_timeout bounds that wait.
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 
@@ -47,8 +49,17 @@ std::string Team::where() const {
 }
 
 namespace {
-// This thread's teams with calls queued, and whether it is inside a pass over them.
-thread_local std::vector<Team *> tl_teams;
+// The teams with calls queued, in this process. A pass over them holds g_teams_mu
+// throughout and takes each team's lock only if it is free (try_lock), so a team's
+// owner, which holds its team's lock whenever it is inside strata and takes
+// g_teams_mu only after it, never waits for a pass that waits for it. A team leaves
+// the list (when its queue empties, or at its destruction) under g_teams_mu, so no
+// pass sees a team that is gone.
+std::recursive_mutex g_teams_mu;
+std::vector<Team *> g_teams;
+// Queued calls begun and not yet ended, in any team.
+std::atomic<int> g_running{0};
+// Whether this thread is inside a pass (a transport's progress calling back).
 thread_local bool tl_in_pass = false;
 }  // namespace
 
@@ -59,11 +70,9 @@ Status Team::begin_call(Call &call) {
     coll_ = call.info.coll;
     sig_ = call.info.sig;
     last_error_.clear();
-    // With no other call of this thread running (in any team), the IPC mappings the
-    // previous ones used may be closed for an overlapping allocation.
-    bool others = false;
-    for (const Team *t : tl_teams) others = others || (t != this && t->queue_.front()->started_);
-    if (!others) IpcCache::thread_call_begins();
+    // With no queued call running anywhere in the process, the IPC mappings that this
+    // thread's previous calls used may be closed for an overlapping allocation.
+    if (g_running.load() == 0) IpcCache::thread_call_begins();
     const int me = layout_.my_local();
     __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig_, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
@@ -88,7 +97,10 @@ Status Team::run_call(Call &call) {
 void Team::submit(Call &call) {
     call.pending_ = true;
     call.started_ = false;
-    if (queue_.empty()) tl_teams.push_back(this);
+    if (queue_.empty()) {
+        std::lock_guard<std::recursive_mutex> g(g_teams_mu);
+        g_teams.push_back(this);
+    }
     queue_.push_back(&call);
 }
 
@@ -98,6 +110,7 @@ Status Team::start_head(Call &call) {
         return STRATA_ERR_BROKEN;
     }
     STRATA_CHECK(begin_call(call));
+    g_running.fetch_add(1);
     if (call.info.local != STRATA_OK) return fail_call(call.info.local, call.info.why);
     return call.start();
 }
@@ -105,9 +118,13 @@ Status Team::start_head(Call &call) {
 void Team::complete(Call &call, Status st) {
     if (call.on_end) st = call.on_end(st);
     call.pending_ = false;
+    if (call.started_) g_running.fetch_sub(1);
     call.started_ = false;
     queue_.erase(queue_.begin());
-    if (queue_.empty()) tl_teams.erase(std::find(tl_teams.begin(), tl_teams.end(), this));
+    if (queue_.empty()) {
+        std::lock_guard<std::recursive_mutex> g(g_teams_mu);
+        g_teams.erase(std::find(g_teams.begin(), g_teams.end(), this));
+    }
     if (call.on_complete) call.on_complete(st);  // may release the call: the last use
 }
 
@@ -132,13 +149,17 @@ int Team::progress_queue(bool *idle) {
 
 int Team::progress_all(bool *idle) {
     *idle = true;
-    if (tl_in_pass || tl_teams.empty()) return 0;
+    if (tl_in_pass) return 0;
+    std::unique_lock<std::recursive_mutex> reg(g_teams_mu, std::try_to_lock);
+    if (!reg.owns_lock() || g_teams.empty()) return 0;  // another thread's pass is on it
     tl_in_pass = true;
-    // A pass may complete a team's last call (it leaves tl_teams): walk a copy.
+    // A pass may complete a team's last call (it leaves g_teams): walk a copy.
     static thread_local std::vector<Team *> teams;
-    teams = tl_teams;
+    teams = g_teams;
     int completed = 0;
     for (Team *t : teams) {
+        std::unique_lock<std::recursive_mutex> held(t->mu_, std::try_to_lock);
+        if (!held.owns_lock()) continue;  // its owner is inside strata: it progresses it
         bool team_idle = true;
         completed += t->progress_queue(&team_idle);
         *idle = *idle && team_idle;
@@ -147,18 +168,30 @@ int Team::progress_all(bool *idle) {
     return completed;
 }
 
+bool Team::anything_queued() {
+    std::lock_guard<std::recursive_mutex> g(g_teams_mu);
+    return !g_teams.empty();
+}
+
 void Team::forget_queue() {
-    if (queue_.empty()) return;
+    std::lock_guard<std::recursive_mutex> g(g_teams_mu);
+    auto it = std::find(g_teams.begin(), g_teams.end(), this);
+    if (it != g_teams.end()) g_teams.erase(it);
     queue_.clear();
-    tl_teams.erase(std::find(tl_teams.begin(), tl_teams.end(), this));
 }
 
 void Team::drain() {
     while (!queue_.empty()) {
-        bool idle = false;
-        progress_all(&idle);
+        bool idle = true;
+        // This team's own queue first (its owner holds its lock, which other threads'
+        // passes then skip), as a pass: a transport's progress must not re-enter it.
+        if (!tl_in_pass) {
+            tl_in_pass = true;
+            progress_queue(&idle);
+            tl_in_pass = false;
+        }
         if (idle) {
-            if (tp_.progress) tp_.progress(tp_.ctx);
+            progress_others();
             sched_yield();
         }
     }

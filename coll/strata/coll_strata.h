@@ -36,6 +36,7 @@ typedef struct mca_coll_strata_component_t {
     bool check_args;        /* agree size, type, op and root before every call */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
     bool setup_at_creation; /* set a communicator up when it is made */
+    bool progress_thread;   /* a thread progresses nonblocking calls (MPI_THREAD_MULTIPLE) */
 
     int output;     /* opal_output stream, verbosity = verbose */
 } mca_coll_strata_component_t;
@@ -221,9 +222,9 @@ void mca_coll_strata_core_log(int level, const char *msg);
 /* The core logs each call under its core collective (allgather, reduce_scatter,
  * alltoall). An MPI-level variant it serves (allgatherv, reduce_scatter_block,
  * alltoallv) gets its own verbose-2 line naming the algorithm that ran, as the core
- * reports it (strata_team_last_algorithm). */
+ * reports it (strata_team_last_algorithm); mode: "" or ", nonblocking" / ", persistent". */
 void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                 const char *name, size_t bytes);
+                                 const char *name, size_t bytes, const char *mode);
 
 /* Fallback reasons shared by several entry points. */
 extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_FALLBACK */

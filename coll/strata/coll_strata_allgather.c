@@ -136,7 +136,7 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
     } else {
         st = strata_allgatherv(m->team, core_sbuf, base, bytes, displs);
         if (STRATA_OK == st && 0 != strcmp(name, "allgather")) {
-            mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, name, total);
+            mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, name, total, "");
         }
         if (STRATA_FALLBACK == st) {
             *served = 0;

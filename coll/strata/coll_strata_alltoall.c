@@ -135,7 +135,7 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
                                   r.bytes, r.displs);
         }
         if (STRATA_OK == st && !uniform) {
-            mca_coll_strata_log_variant(m, STRATA_COLL_ALLTOALL, name, r.total);
+            mca_coll_strata_log_variant(m, STRATA_COLL_ALLTOALL, name, r.total, "");
         }
         if (STRATA_FALLBACK == st) {
             *served = 0;

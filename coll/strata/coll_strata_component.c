@@ -362,6 +362,15 @@ static int mca_coll_strata_register(void)
         "per new communicator, and shared memory for every one with ranks sharing a node",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->setup_at_creation);
+    cs->progress_thread = false;
+    (void) mca_base_component_var_register(c, "progress_thread",
+        "Start a thread that progresses strata's nonblocking and persistent collectives "
+        "while the application computes, so that they advance without MPI calls. Needs "
+        "MPI_THREAD_MULTIPLE (the thread calls the point-to-point layer; otherwise it is "
+        "not started, said at verbose 1). The thread yields while calls are queued and "
+        "sleeps otherwise; without it calls advance in MPI calls (MPI_Test, MPI_Wait, ...)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &cs->progress_thread);
     (void) mca_base_component_var_register(c, "check_args",
         "Before each collective, agree across the communicator on what MPI requires to "
         "match (count x datatype size, the datatype, op and root) and on every rank's "

@@ -297,7 +297,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
 }
 
 void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll,
-                                 const char *name, size_t bytes)
+                                 const char *name, size_t bytes, const char *mode)
 {
     char msg[160];
     const char *alg = strata_team_last_algorithm(m->team);
@@ -305,7 +305,7 @@ void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll
     if (mca_coll_strata_component.verbose < 2) {
         return;
     }
-    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s", name, bytes,
-             strata_coll_name(coll), NULL != alg ? alg : "?");
+    snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s%s", name, bytes,
+             strata_coll_name(coll), NULL != alg ? alg : "?", mode);
     mca_coll_strata_core_log(2, msg);
 }

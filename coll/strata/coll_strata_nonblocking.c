@@ -18,8 +18,11 @@
  */
 #include "coll_strata.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/request/request.h"
@@ -44,6 +47,9 @@ typedef struct mca_coll_strata_request_t {
     mca_coll_strata_nbc_request_t super;
     mca_coll_strata_module_t *m;
     const char *name;
+    const char *variant;             /* allgatherv, reduce_scatter_block, alltoallv: logged by name */
+    strata_coll_t core_coll;         /* the core collective that serves the variant */
+    size_t variant_bytes;
     strata_start_t how;              /* ctx = this request */
     strata_request_t *core;          /* strata serves it (NULL: nothing to do) */
     ompi_request_t *inner;           /* or the previous component does, on staged buffers */
@@ -58,6 +64,9 @@ typedef struct mca_coll_strata_request_t {
 static void request_construct(mca_coll_strata_request_t *r)
 {
     r->m = NULL;
+    r->variant = NULL;
+    r->core_coll = STRATA_COLL_ALLREDUCE;
+    r->variant_bytes = 0;
     r->core = NULL;
     r->inner = NULL;
     r->staged = 0;
@@ -78,8 +87,57 @@ static int strata_progress_cb(void)
     return strata_progress();
 }
 
+/* coll_strata_progress_thread: a thread that progresses the queued calls while the
+ * application computes (MPI_THREAD_MULTIPLE only: it calls the PML). It spins
+ * (yielding) while calls are queued and naps otherwise. */
+static pthread_t progress_thread;
+static volatile int progress_thread_on = 0;
+
+static void *progress_thread_main(void *arg)
+{
+    (void) arg;
+    while (__atomic_load_n(&progress_thread_on, __ATOMIC_ACQUIRE)) {
+        (void) strata_progress();
+        if (strata_progress_pending()) {
+            sched_yield();
+        } else {
+            struct timespec nap = { 0, 200 * 1000 };
+            nanosleep(&nap, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Once, at the first nonblocking call: the progress loop, and the thread if asked. */
+static void start_progress(void)
+{
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    if (!progress_registered) {
+        opal_progress_register(strata_progress_cb);
+        progress_registered = 1;
+        if (mca_coll_strata_component.progress_thread && !ompi_mpi_thread_multiple) {
+            opal_output_verbose(1, mca_coll_strata_component.output,
+                                "coll:strata: coll_strata_progress_thread needs MPI_THREAD_MULTIPLE (the thread "
+                                "calls the point-to-point layer): no progress thread; nonblocking calls advance "
+                                "in MPI calls");
+        } else if (mca_coll_strata_component.progress_thread) {
+            __atomic_store_n(&progress_thread_on, 1, __ATOMIC_RELEASE);
+            if (0 != pthread_create(&progress_thread, NULL, progress_thread_main, NULL)) {
+                progress_thread_on = 0;
+                opal_output(mca_coll_strata_component.output, "coll:strata: cannot start the progress thread");
+            }
+        }
+    }
+    pthread_mutex_unlock(&once);
+}
+
 void mca_coll_strata_nonblocking_fini(void)
 {
+    if (progress_thread_on) {
+        __atomic_store_n(&progress_thread_on, 0, __ATOMIC_RELEASE);
+        (void) pthread_join(progress_thread, NULL);
+    }
     if (progress_registered) {
         opal_progress_unregister(strata_progress_cb);
         progress_registered = 0;
@@ -144,6 +202,10 @@ static void core_done(void *ctx, strata_status_t st)
 {
     mca_coll_strata_request_t *r = (mca_coll_strata_request_t *) ctx;
     int i, rc = mca_coll_strata_status_to_mpi(st, r->m, r->name);
+    if (STRATA_OK == st && NULL != r->variant) {   /* the MPI call by its own name, as blocking ones */
+        mca_coll_strata_log_variant(r->m, r->core_coll, r->variant, r->variant_bytes,
+                                    r->how.persistent ? ", persistent" : ", nonblocking");
+    }
     for (i = 0; MPI_SUCCESS == rc && i < r->nunpack; ++i) {
         layout_t *l = &r->unpack[i];
         rc = mca_coll_strata_unpack(l->packed, l->user, l->count, l->dt);
@@ -189,6 +251,12 @@ static int start_one(mca_coll_strata_request_t *r)
             return rc;
         }
         return MPI_SUCCESS == rc && STRATA_OK == strata_request_start(r->core) ? MPI_SUCCESS : MPI_ERR_REQUEST;
+    }
+    if (NULL != r->inner && OMPI_REQUEST_NOOP == r->inner->req_type) {
+        /* The previous component had nothing to move: its persistent no-op request has
+         * no req_start (MPI_Start only marks it). */
+        finish(r, MPI_SUCCESS);
+        return MPI_SUCCESS;
     }
     if (NULL != r->inner) {
         if (r->staged && MPI_SUCCESS != mca_coll_strata_pair_refresh(&r->stage)) {
@@ -238,10 +306,19 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
     r->how.ctx = r;
     OBJ_RETAIN(m->comm);   /* the team must outlive the call */
     if (!progress_registered) {
-        opal_progress_register(strata_progress_cb);
-        progress_registered = 1;
+        start_progress();
     }
     return r;
+}
+
+/* An MPI variant strata serves with another core collective: its log line names it. */
+static void name_variant(mca_coll_strata_request_t *r, const char *variant, strata_coll_t coll, size_t bytes)
+{
+    if (NULL != r) {
+        r->variant = variant;
+        r->core_coll = coll;
+        r->variant_bytes = bytes;
+    }
 }
 
 /* A packed copy of bytes (freed with the request); NULL when out of memory. */
@@ -324,10 +401,6 @@ static int taken(mca_coll_strata_request_t *r, strata_status_t st, ompi_request_
 /* Why strata does not take nonblocking calls in this process at all (NULL: it may). */
 static const char *no_nonblocking(void)
 {
-    /* The core progresses a thread's calls from that thread (strata_progress). */
-    if (ompi_mpi_thread_multiple) {
-        return "MPI_THREAD_MULTIPLE (nonblocking calls go to the previous component)";
-    }
     return mca_coll_strata_nbc_request_fits() ? NULL : "this Open MPI's nonblocking collective request is larger "
                                                        "than strata's (nonblocking calls go to the previous component)";
 }
@@ -529,6 +602,7 @@ static int reduce_scatter_nb(mca_coll_strata_module_t *m, const char *name, cons
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, NULL == rcounts ? "reduce_scatter_block" : NULL, STRATA_COLL_REDUCE_SCATTER, total * size);
         const void *s = sbuf;
         void *d = rbuf;
         if (NULL == r) {
@@ -701,6 +775,7 @@ static int allgather_nb(mca_coll_strata_module_t *m, const char *name, const voi
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, NULL != rcounts ? "allgatherv" : NULL, STRATA_COLL_ALLGATHER, total);
         const char *bad = NULL;
         const void *s = STRATA_IN_PLACE;
         char *base = (char *) rbuf;
@@ -867,6 +942,7 @@ static int alltoall_nb(mca_coll_strata_module_t *m, const char *name, const void
     }
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
+        name_variant(r, uniform ? NULL : "alltoallv", STRATA_COLL_ALLTOALL, total);
         const char *bad = NULL;
         char *sb = (char *) sbuf, *rb = (char *) rbuf;
         if (NULL == r) {

@@ -55,7 +55,7 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
     st = strata_reduce_scatter(m->team, packed ? p.send : MCA_COLL_STRATA_SBUF(sbuf), packed ? p.recv : rbuf,
                                m->rs_counts, sdt, sop);
     if (STRATA_OK == st && 0 != strcmp(name, "reduce_scatter")) {
-        mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * size);
+        mca_coll_strata_log_variant(m, STRATA_COLL_REDUCE_SCATTER, name, total * size, "");
     }
     if (STRATA_FALLBACK != st) {
         *rc = mca_coll_strata_status_to_mpi(st, m, name);

@@ -958,6 +958,81 @@ static int case_deadline(void)
 }
 
 static void die(int sig) { (void)sig; raise(SIGKILL); }
+/* MPI's progress rule across components: ranks 0..n-2 block in a strata allreduce
+ * while a libnbc Iallreduce (user op) of theirs is outstanding; rank n-1 waits for that
+ * Iallreduce before it joins the allreduce. It completes only if a rank blocked in
+ * strata still runs Open MPI's progress loop (else: a hang, or the deadline). */
+static void progress_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void) dt;
+    for (int i = 0; i < *len; i++) ((int *) inout)[i] += ((int *) in)[i];
+}
+
+static int case_progress(void)
+{
+    int rank, size, n = 1 << 16;
+    long bad = 0;
+    double t0 = MPI_Wtime();
+    MPI_Op op;
+    MPI_Request req;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Op_create(progress_sum, 1, &op);
+    int *a = malloc((size_t) n * sizeof(int)), *b = malloc((size_t) n * sizeof(int)), *x = malloc((size_t) n * sizeof(int));
+    for (int i = 0; i < n; i++) { a[i] = rank + i % 7; x[i] = 1; }
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);   /* strata sets up */
+    for (int i = 0; i < n; i++) x[i] = rank;
+    MPI_Iallreduce(a, b, n, MPI_INT, op, MPI_COMM_WORLD, &req);            /* user op: the previous component */
+    if (rank != size - 1) {
+        MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
+    for (int i = 0; i < n; i++) {
+        long sum = 0;
+        for (int r = 0; r < size; r++) sum += r + i % 7;
+        bad += b[i] != sum || x[i] != size - 1;
+    }
+    free(a); free(b); free(x);
+    MPI_Op_free(&op);
+    return finish("progress", 2, bad, MPI_Wtime() - t0, NULL);
+}
+
+/* coll_strata_progress_thread: nonblocking allreduces started, then 0.3 s of compute
+ * without any MPI call, then one MPI_Testall must find them all complete (the thread
+ * progressed them). Without the thread a single test cannot finish a schedule of
+ * many steps: that run must report "not complete" (the control). Prints
+ * "overlap: complete" or "overlap: not complete" and checks the values either way. */
+static int case_overlap(int provided)
+{
+    int rank, size, n = 1 << 17, flag = 0, all = 0;
+    long bad = 0;
+    double t0 = MPI_Wtime();
+    MPI_Request req[3];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double *a = malloc((size_t) n * sizeof(double)), *b = malloc(3 * (size_t) n * sizeof(double));
+    for (int i = 0; i < n; i++) a[i] = rank + i % 5;
+    MPI_Allreduce(MPI_IN_PLACE, a, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);   /* strata sets up (not a small call) */
+    for (int i = 0; i < n; i++) a[i] = rank + i % 5;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 0; k < 3; k++) MPI_Iallreduce(a, b + (size_t) k * n, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[k]);
+    volatile double x = 0;
+    while (MPI_Wtime() - t0 < 0.3 + 0.05 * size) x += 1e-9;   /* compute, no MPI call (MPI_Wtime is local) */
+    MPI_Testall(3, req, &flag, MPI_STATUSES_IGNORE);
+    MPI_Allreduce(&flag, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!flag) MPI_Waitall(3, req, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n; i++) bad += b[(size_t) k * n + i] != size * (size - 1) / 2.0 + size * (double) (i % 5);
+    free(a);
+    free(b);
+    char extra[80];
+    snprintf(extra, sizeof extra, "overlap: %s (thread level %d)", all ? "complete" : "not complete", provided);
+    return finish("overlap", 3, bad, MPI_Wtime() - t0, extra);
+}
+
 static int case_kill(void)
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -983,7 +1058,8 @@ static int case_kill(void)
 int main(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "";
-    int provided = 0, want = !strcmp(name, "threads") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+    int provided = 0, want = !strcmp(name, "threads") || !strcmp(name, "overlap") ? MPI_THREAD_MULTIPLE
+                                                                                 : MPI_THREAD_SINGLE;
     MPI_Init_thread(&argc, &argv, want, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     for (int a = 2; a < argc; a++) {
@@ -1016,11 +1092,13 @@ int main(int argc, char **argv)
     else if (!strcmp(name, "mismatch")) rc = case_mismatch(xflag);
     else if (!strcmp(name, "deadline")) rc = case_deadline();
     else if (!strcmp(name, "kill")) rc = case_kill();
+    else if (!strcmp(name, "progress")) rc = case_progress();
+    else if (!strcmp(name, "overlap")) rc = case_overlap(provided);
     else {
         if (!g_world_rank)
             fprintf(stderr, "usage: fault_check basic|zero|negdisp|layouts|random|threads|null-allreduce-recv|"
                             "null-allreduce-send|null-bcast-root|null-bcast-nonroot|null-allgather|null-alltoall|"
-                            "mismatch|deadline|kill [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-L contig|same|mixed] [-v]\n");
+                            "mismatch|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-L contig|same|mixed] [-v]\n");
         rc = 2;
     }
     MPI_Finalize();

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <vector>
 
@@ -54,9 +55,9 @@ strata_status_t wait(strata_request_t *req) {
     return st;
 }
 
-struct Completions {
-    int calls = 0;
-    strata_status_t last = STRATA_OK;
+struct Completions {  // called from whichever thread rank's pass completed the call
+    std::atomic<int> calls{0};
+    std::atomic<strata_status_t> last{STRATA_OK};
     static void note(void *ctx, strata_status_t st) {
         Completions *c = static_cast<Completions *>(ctx);
         ++c->calls;
