@@ -16,7 +16,12 @@
  * only from inside MPI calls (Open MPI's libnbc, strata's host progress) advances
  * during it only as far as its start went; --test K calls MPI_Test every K
  * microseconds of computation, as applications do to drive such progress (the time
- * of those calls counts against the overlap).
+ * of those calls counts against the overlap). --thread-multiple initialises MPI with
+ * MPI_THREAD_MULTIPLE, which strata's progress thread (coll_strata_progress_thread=1)
+ * needs: with it, strata's calls advance during computation without MPI calls.
+ * --idle sleeps instead of computing, as a host thread does while its GPU works: on a
+ * machine whose cores all compute (2 ranks on 2 cores), only then does a progress
+ * thread get a core.
  *
  * The two sides run in the same job, as in strata_bench:
  *   strata: a duplicate of MPI_COMM_WORLD (the component, when selected, serves it)
@@ -34,7 +39,8 @@
  * nonblocking call itself, it stages the device buffers for the module it replaced.
  *
  *   strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]
- *                  [-w WARMUP] [-n ITERS] [--test K] [--no-check] [--device]
+ *                  [-w WARMUP] [-n ITERS] [--test K] [--thread-multiple] [--idle] [--no-check]
+ *                  [--device]
  * Exit status: 0, 1 if a result was wrong, 2 on bad arguments, 77 without a GPU.
  */
 #include <mpi.h>
@@ -43,6 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "test/common/devbuf.h"
 
@@ -69,6 +78,7 @@ static coll_t coll = C_ALLREDUCE;
 static int type = T_FLOAT, opi = 0;
 static int warmup = 5, iters = 20, check = 1, on_device = 0;
 static double test_every_us = 0;      /* --test K: MPI_Test every K us of compute; 0: never */
+static int thread_level = -1;         /* --thread-multiple: what MPI_Init_thread provided */
 static size_t min_bytes = 1024, max_bytes = 4u << 20;
 static double factor = 4;
 
@@ -185,14 +195,25 @@ static void calibrate(void)
 
 /* Compute for `units`; with --test, call MPI_Test on *req every test_every_us worth
  * of units until it completes (req NULL: the compute-alone measurement, no tests). */
+/* --idle: the rank sleeps instead, as a host thread does while its GPU computes. */
+static int idle;
+
+static void work(long units)
+{
+    if (!idle) { compute_units(units); return; }
+    long ns = (long)(units / units_per_us * 1e3);
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+    nanosleep(&ts, NULL);
+}
+
 static void compute(long units, MPI_Request *req)
 {
-    if (!req || test_every_us <= 0) { compute_units(units); return; }
+    if (!req || test_every_us <= 0) { work(units); return; }
     long chunk = (long)(test_every_us * units_per_us);
     int done = 0;
     if (chunk < 1) chunk = 1;
     for (long left = units; left > 0; left -= chunk) {
-        compute_units(left < chunk ? left : chunk);
+        work(left < chunk ? left : chunk);
         if (!done) MPI_Test(req, &done, MPI_STATUS_IGNORE);
     }
 }
@@ -389,18 +410,22 @@ static void print_header(double rate_min, double rate_max)
 {
     const char *cn = coll_names[0].name;
     for (int k = 0; k < NCOLLS; k++) if (coll_names[k].id == coll) cn = coll_names[k].name;
-    printf("# strata_overlap: i%s, %d ranks, %s buffers, warmup %d, iters %d, compute %s\n", cn,
-           nranks, on_device ? "device" : "host", warmup, iters,
+    printf("# strata_overlap: i%s, %d ranks, %s buffers, warmup %d, iters %d, %s %s\n", cn,
+           nranks, on_device ? "device" : "host", warmup, iters, idle ? "sleep" : "compute",
            test_every_us > 0 ? "with MPI_Test every" : "without MPI calls");
-    if (test_every_us > 0) printf("#   (MPI_Test every %g us of computation)\n", test_every_us);
+    if (test_every_us > 0) printf("#   (MPI_Test every %g us of %s)\n", test_every_us, idle ? "sleep" : "computation");
+    if (thread_level >= 0)
+        printf("# MPI_Init_thread(MPI_THREAD_MULTIPLE) provided %s\n",
+               thread_level == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+               : "less (coll_strata_progress_thread does not start)");
     printf("# strata: MPI_COMM_WORLD dup%s; base: %s\n", on_device ? ", given the device buffers" : "",
            on_device ? "host staging on MPI_Comm_dup_with_info(strata=off): device -> pinned host,\n"
                        "#   start, compute, wait, host -> device, all timed"
                      : "MPI_Comm_dup_with_info(strata=off) in the same job");
-    printf("# pure = start + wait; comp = the compute loop alone, as long as pure; ovl = start +\n"
-           "# compute + wait; ovl%% = max(0, 1 - (ovl - comp) / pure) * 100; times in us, mean per\n"
-           "# call, max over ranks; compute rate %.0f-%.0f units/us over ranks; ratio = base pure /\n"
-           "# strata pure\n#\n", rate_min, rate_max);
+    printf("# pure = start + wait; comp = the compute loop (--idle: sleep) alone, as long as pure;\n"
+           "# ovl = start + compute + wait; ovl%% = max(0, 1 - (ovl - comp) / pure) * 100; times in\n"
+           "# us, mean per call, max over ranks; compute rate %.0f-%.0f units/us over ranks;\n"
+           "# ratio = base pure / strata pure\n#\n", rate_min, rate_max);
     printf("# %10s %11s %7s %5s | %-43s | %-43s |\n", "", "", "", "", "strata", "base (without strata)");
     printf("# %10s %11s %7s %5s | %9s %9s %9s %6s %6s | %9s %9s %9s %6s %6s | %6s\n",
            "size(B)", "count", "type", "op", "pure", "comp", "ovl", "ovl%", "#wrong",
@@ -431,12 +456,15 @@ static size_t parse_size(const char *s)
 static void usage(void)
 {
     printf("usage: strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
-           "                      [-w WARMUP] [-n ITERS] [--test K] [--no-check] [--device]\n"
+           "                      [-w WARMUP] [-n ITERS] [--test K] [--thread-multiple] [--idle]\n"
+           "                      [--no-check] [--device]\n"
            "  -c  allreduce (default), allgather, reduce_scatter_block, bcast, alltoall, reduce, or all\n"
            "      (the nonblocking forms: MPI_Iallreduce, ...)\n"
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 1K and 4M), -f factor (default 4)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --test K   call MPI_Test every K microseconds of computation (default: no MPI calls)\n"
+           "  --thread-multiple  MPI_Init_thread(MPI_THREAD_MULTIPLE), which coll_strata_progress_thread needs\n"
+           "  --idle     sleep instead of computing (a host waiting for its GPU): leaves the cores free\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the base side stages\n"
            "             through pinned host memory\n");
 }
@@ -486,7 +514,10 @@ static long sweep(const side_t *strata, side_t *base, MPI_Comm ctl)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int want_multiple = 0;
+    for (int a = 1; a < argc; a++) want_multiple |= !strcmp(argv[a], "--thread-multiple");
+    if (want_multiple) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &thread_level);
+    else MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     int bad = 0, all_colls = 0;
@@ -513,6 +544,13 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-n") && v) { iters = atoi(v); a++; }
         else if (!strcmp(s, "--test") && v) { test_every_us = atof(v); bad |= test_every_us <= 0; a++; }
         else if (!strcmp(s, "--no-check")) check = 0;
+        else if (!strcmp(s, "--idle")) {
+            idle = 1;
+#ifdef PR_SET_TIMERSLACK
+            prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);   /* sleeps of microseconds, not +50 us */
+#endif
+        }
+        else if (!strcmp(s, "--thread-multiple")) continue;   /* taken before MPI_Init */
         else if (!strcmp(s, "--device")) on_device = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
