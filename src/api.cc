@@ -201,8 +201,7 @@ void start_request(strata_request *r) {
     r->done = false;
     r->status = STRATA_OK;
     r->team->submit(*r->call);
-    bool idle = false;
-    Team::progress_all(&idle);  // gets it going where nothing waits for a peer
+    r->team->kick();
 }
 }  // namespace
 
@@ -660,12 +659,7 @@ strata_status_t strata_request_start(strata_request_t *req) {
     if (req == nullptr) return STRATA_ERR_ARG;
     std::unique_lock<std::recursive_mutex> held(req->team->mutex());
     if (!req->persistent || !req->done) return STRATA_ERR_ARG;
-    req->done = false;
-    req->status = STRATA_OK;
-    req->team->submit(*req->call);
-    held.unlock();
-    bool idle = false;
-    Team::progress_all(&idle);  // gets it going where nothing waits for a peer
+    start_request(req);
     return STRATA_OK;
 }
 

@@ -108,6 +108,10 @@ public:
     // head of the queue, so numbers follow that order too; its on_end and on_complete
     // are called when it ends. Any number may be queued.
     void submit(Call &call);
+    // Starts the head of the queue if it has not started (one pass: its transfers are
+    // posted, what needs no peer runs), and nothing more: the rest is left to progress
+    // (MPI calls, a progress thread), so that starting a call returns at once.
+    void kick();
     bool queued() const { return !queue_.empty(); }
     // Waits until every call this team queued has completed (a blocking call comes
     // after them, and decides nothing before they are done).

@@ -104,6 +104,15 @@ void Team::submit(Call &call) {
     queue_.push_back(&call);
 }
 
+void Team::kick() {
+    if (queue_.empty() || queue_.front()->started_ || tl_in_pass) return;
+    tl_in_pass = true;
+    Call &c = *queue_.front();
+    const Status st = start_head(c);
+    if (st != STRATA_OK) complete(c, st);
+    tl_in_pass = false;
+}
+
 Status Team::start_head(Call &call) {
     if (broken()) {
         last_error_ = failure_;
@@ -129,13 +138,18 @@ void Team::complete(Call &call, Status st) {
 }
 
 int Team::progress_queue(bool *idle) {
+    // Passes over the head while they move it, up to kPasses: one progress call (an
+    // MPI_Test between two pieces of the application's work) takes a call as far as
+    // it can go without waiting, not one step.
+    constexpr int kPasses = 64;
     int completed = 0;
     *idle = true;
     while (!queue_.empty()) {
         Call &c = *queue_.front();
         bool finished = false, call_idle = false;
         Status st = c.started_ ? STRATA_OK : start_head(c);
-        if (st == STRATA_OK) st = c.progress(&finished, &call_idle);
+        for (int k = 0; st == STRATA_OK && !finished && !call_idle && k < kPasses; ++k)
+            st = c.progress(&finished, &call_idle);
         if (st == STRATA_OK && !finished) {
             *idle = call_idle;
             break;
