@@ -53,7 +53,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "test/common/devbuf.h"
+#include "perf/bench_common.h"
 
 typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER_BLOCK, C_BCAST, C_ALLTOALL, C_REDUCE } coll_t;
 static const struct { const char *name; coll_t id; } coll_names[] = {
@@ -63,99 +63,12 @@ static const struct { const char *name; coll_t id; } coll_names[] = {
 };
 #define NCOLLS ((int)(sizeof coll_names / sizeof coll_names[0]))
 
-typedef enum { T_INT8, T_UINT8, T_INT32, T_UINT32, T_INT64, T_UINT64, T_FLOAT, T_DOUBLE } type_t;
-static const struct { const char *name; MPI_Datatype dt; int size; } types[] = {
-    { "int8", MPI_INT8_T, 1 }, { "uint8", MPI_UINT8_T, 1 }, { "int32", MPI_INT32_T, 4 },
-    { "uint32", MPI_UINT32_T, 4 }, { "int64", MPI_INT64_T, 8 }, { "uint64", MPI_UINT64_T, 8 },
-    { "float", MPI_FLOAT, 4 }, { "double", MPI_DOUBLE, 8 },
-};
-static const struct { const char *name; MPI_Op op; } ops[] = {
-    { "sum", MPI_SUM }, { "prod", MPI_PROD }, { "max", MPI_MAX }, { "min", MPI_MIN },
-};
-
-static int rank, nranks;
 static coll_t coll = C_ALLREDUCE;
-static int type = T_FLOAT, opi = 0;
-static int warmup = 5, iters = 20, check = 1, on_device = 0;
+static int warmup = 5, iters = 20, check = 1;
 static double test_every_us = 0;      /* --test K: MPI_Test every K us of compute; 0: never */
 static int thread_level = -1;         /* --thread-multiple: what MPI_Init_thread provided */
 static size_t min_bytes = 1024, max_bytes = 4u << 20;
 static double factor = 4;
-
-/* ------------------------------------------------------------ memory hook
- * Host buffers, or with --device GPU memory. Host code never touches device memory:
- * fill and check go through host scratch and these copies. A failed copy is counted
- * (devbuf says why on stderr) and fails the run. */
-static long live_bufs, copy_failures;
-
-static void *bench_alloc(size_t bytes)
-{
-    if (!on_device) return malloc(bytes ? bytes : 1);
-    void *p = devbuf_alloc(bytes);
-    live_bufs += NULL != p;
-    return p;
-}
-static void bench_free(void *p)
-{
-    if (!on_device) { free(p); return; }
-    if (p) { devbuf_free(p); live_bufs--; }
-}
-static void to_buf(void *dst, const void *src, size_t n)
-{
-    if (!on_device) memcpy(dst, src, n);
-    else copy_failures += 0 != devbuf_to_dev(dst, src, n);
-}
-static void from_buf(void *dst, const void *src, size_t n)
-{
-    if (!on_device) memcpy(dst, src, n);
-    else copy_failures += 0 != devbuf_to_host(dst, src, n);
-}
-
-/* ---------------------------------------------------------------- values
- * Small integers, so that every reduction order gives the same exact answer. */
-static double in_val(int r, size_t i)
-{
-    if (ops[opi].op == MPI_SUM) return (double)((r + i) % 8);
-    if (ops[opi].op == MPI_PROD) return ((r + i) % 16 == 0 && r < 6) ? 2.0 : 1.0;
-    return (double)((r * 7 + i * 3) % 100);
-}
-static double reduced(size_t i)
-{
-    double a = in_val(0, i);
-    for (int r = 1; r < nranks; r++) {
-        double b = in_val(r, i);
-        if (ops[opi].op == MPI_SUM) a += b;
-        else if (ops[opi].op == MPI_PROD) a *= b;
-        else if (ops[opi].op == MPI_MAX) a = b > a ? b : a;
-        else a = b < a ? b : a;
-    }
-    return a;
-}
-static void put(void *buf, size_t i, double v)
-{
-    char *p = (char *)buf + i * types[type].size;
-    switch (type) {
-    case T_INT8: case T_UINT8: *(int8_t *)p = (int8_t)v; break;
-    case T_INT32: case T_UINT32: *(int32_t *)p = (int32_t)v; break;
-    case T_INT64: case T_UINT64: *(int64_t *)p = (int64_t)v; break;
-    case T_FLOAT: *(float *)p = (float)v; break;
-    default: *(double *)p = v; break;
-    }
-}
-static double get(const void *buf, size_t i)
-{
-    const char *p = (const char *)buf + i * types[type].size;
-    switch (type) {
-    case T_INT8: return *(const int8_t *)p;
-    case T_UINT8: return *(const uint8_t *)p;
-    case T_INT32: return *(const int32_t *)p;
-    case T_UINT32: return *(const uint32_t *)p;
-    case T_INT64: return (double)*(const int64_t *)p;
-    case T_UINT64: return (double)*(const uint64_t *)p;
-    case T_FLOAT: return *(const float *)p;
-    default: return *(const double *)p;
-    }
-}
 
 /* ------------------------------------------------------------ computation
  * A dependent chain of multiply-adds: its time per unit does not depend on caches
@@ -274,12 +187,12 @@ static void run_call(const shape_t *s, const side_t *d, void *sb, void *rb, long
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         return;
     }
-    if (coll != C_BCAST || rank == 0) from_buf(d->hs, sb, s->send_elems * es);
+    if (coll != C_BCAST || rank == 0) bench_to_host(d->hs, sb, s->send_elems * es);
     start(s, d->hs, d->hr, d->comm, &req);
     if (units > 0) compute(units, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
-    if (coll == C_BCAST) { if (rank != 0) to_buf(sb, d->hs, s->send_elems * es); }
-    else if (coll != C_REDUCE || rank == 0) to_buf(rb, d->hr, s->recv_elems * es);
+    if (coll == C_BCAST) { if (rank != 0) bench_to_dev(sb, d->hs, s->send_elems * es); }
+    else if (coll != C_REDUCE || rank == 0) bench_to_dev(rb, d->hr, s->recv_elems * es);
 }
 
 /* Fill the inputs, run one call (with `units` of computation inside), count the
@@ -290,10 +203,10 @@ static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb, lo
     char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
     long wrong = 0;
     for (size_t i = 0; i < nsend; i++) put(hs, i, coll == C_BCAST && rank != 0 ? 0 : in_val(rank, i));
-    to_buf(sb, hs, nsend * es);
-    if (coll != C_BCAST) memset(hr, 0, nrecv * es), to_buf(rb, hr, nrecv * es);
+    bench_to_dev(sb, hs, nsend * es);
+    if (coll != C_BCAST) memset(hr, 0, nrecv * es), bench_to_dev(rb, hr, nrecv * es);
     run_call(s, d, sb, rb, units);
-    from_buf(hr, coll == C_BCAST ? sb : rb, nrecv * es);
+    bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
     for (size_t i = 0; i < nrecv; i++) {
         double e;
         switch (coll) {

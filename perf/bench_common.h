@@ -1,0 +1,111 @@
+/*
+ * perf/bench_common.h - what perf/strata_bench.c and perf/strata_overlap.c share: the
+ * element types and ops they take, the buffers (host, or GPU memory through
+ * test/common/devbuf with --device), and the values they fill and check, small
+ * integers so that every reduction order gives the same exact answer.
+ *
+ * Included once by each program, after <mpi.h>; the program sets the globals below
+ * from its options.
+ */
+#ifndef STRATA_PERF_BENCH_COMMON_H
+#define STRATA_PERF_BENCH_COMMON_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/common/devbuf.h"
+
+typedef enum { T_INT8, T_UINT8, T_INT32, T_UINT32, T_INT64, T_UINT64, T_FLOAT, T_DOUBLE } type_t;
+static const struct { const char *name; MPI_Datatype dt; int size; } types[] = {
+    { "int8", MPI_INT8_T, 1 }, { "uint8", MPI_UINT8_T, 1 }, { "int32", MPI_INT32_T, 4 },
+    { "uint32", MPI_UINT32_T, 4 }, { "int64", MPI_INT64_T, 8 }, { "uint64", MPI_UINT64_T, 8 },
+    { "float", MPI_FLOAT, 4 }, { "double", MPI_DOUBLE, 8 },
+};
+static const struct { const char *name; MPI_Op op; } ops[] = {
+    { "sum", MPI_SUM }, { "prod", MPI_PROD }, { "max", MPI_MAX }, { "min", MPI_MIN },
+};
+
+static int rank, nranks;
+static int type = T_FLOAT, opi = 0;
+static int on_device = 0;
+
+/* ------------------------------------------------------------ memory hook
+ * Host buffers, or with --device GPU memory from devbuf. Fill and check always go
+ * through host scratch and these copies, so no host code touches device memory.
+ * A failed copy is counted (devbuf says why on stderr) and fails the run. */
+static long live_bufs;        /* device and pinned buffers not yet freed */
+static long copy_failures;
+
+static void *bench_alloc(size_t bytes)
+{
+    if (!on_device) return malloc(bytes ? bytes : 1);
+    void *p = devbuf_alloc(bytes);
+    live_bufs += NULL != p;
+    return p;
+}
+static void bench_free(void *p)
+{
+    if (!on_device) { free(p); return; }
+    if (p) { devbuf_free(p); live_bufs--; }
+}
+static void bench_to_dev(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_dev(dst, src, n);
+}
+static void bench_to_host(void *dst, const void *src, size_t n)
+{
+    if (!on_device) memcpy(dst, src, n);
+    else copy_failures += 0 != devbuf_to_host(dst, src, n);
+}
+
+/* ---------------------------------------------------------------- values
+ * Small integers, so every reduction order is exact and #wrong is meaningful. */
+static double in_val(int r, size_t i)
+{
+    switch (ops[opi].op == MPI_PROD ? 1 : ops[opi].op == MPI_SUM ? 0 : 2) {
+    case 0: return (double)((r + i) % 8);
+    case 1: return ((r + i) % 16 == 0 && r < 6) ? 2.0 : 1.0;
+    default: return (double)((r * 7 + i * 3) % 100);
+    }
+}
+static double reduced(size_t i)
+{
+    double a = in_val(0, i);
+    for (int r = 1; r < nranks; r++) {
+        double b = in_val(r, i);
+        if (ops[opi].op == MPI_SUM) a += b;
+        else if (ops[opi].op == MPI_PROD) a *= b;
+        else if (ops[opi].op == MPI_MAX) a = b > a ? b : a;
+        else a = b < a ? b : a;
+    }
+    return a;
+}
+static void put(void *buf, size_t i, double v)
+{
+    char *p = (char *)buf + i * types[type].size;
+    switch (type) {
+    case T_INT8: case T_UINT8: *(int8_t *)p = (int8_t)v; break;
+    case T_INT32: case T_UINT32: *(int32_t *)p = (int32_t)v; break;
+    case T_INT64: case T_UINT64: *(int64_t *)p = (int64_t)v; break;
+    case T_FLOAT: *(float *)p = (float)v; break;
+    default: *(double *)p = v; break;
+    }
+}
+static double get(const void *buf, size_t i)
+{
+    const char *p = (const char *)buf + i * types[type].size;
+    switch (type) {
+    case T_INT8: return *(const int8_t *)p;
+    case T_UINT8: return *(const uint8_t *)p;
+    case T_INT32: return *(const int32_t *)p;
+    case T_UINT32: return *(const uint32_t *)p;
+    case T_INT64: return (double)*(const int64_t *)p;
+    case T_UINT64: return (double)*(const uint64_t *)p;
+    case T_FLOAT: return *(const float *)p;
+    default: return *(const double *)p;
+    }
+}
+
+#endif
