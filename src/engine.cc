@@ -11,6 +11,8 @@ namespace {
 constexpr int kSpinsBeforeYield = 8;
 // After this long without progress the engine says what it is waiting for, once.
 constexpr double kStallReportSeconds = 20.0;
+// How long an abandoned run waits for its started sends to complete (abandon()).
+constexpr double kAbandonSendSeconds = 1.0;
 
 double now_seconds() {
     timespec ts;
@@ -319,19 +321,50 @@ StepInfo Schedule::info(StepId id) const {
 }
 
 // Gives up what an abandoned run started: receives are cancelled (the transport
-// guarantees they write nothing afterwards), sends are left to finish by themselves,
-// copies and reductions (which need no peer) are waited for.
+// guarantees they write nothing afterwards), copies and reductions (which need no
+// peer) are waited for. A started send may still read its buffer: a peer that matched
+// it before it gave up too pulls the data later (a rendezvous), and once we return
+// that buffer (the caller's, or the call's scratch) may be freed. So sends are polled
+// until they complete, for up to kAbandonSendSeconds; one still open then was not
+// matched (its receiver gave up first) and is left to the transport.
 void Schedule::abandon(P2PChannel &ch) {
+    std::vector<Step *> sends;
     for (Step &s : steps_) {
         if (s.state != State::Started) continue;
-        if ((s.kind == Kind::Send || s.kind == Kind::Recv) && s.req != nullptr) {
-            ch.cancel(s.req, s.kind == Kind::Recv);
+        if (s.kind == Kind::Send && s.req != nullptr) {
+            sends.push_back(&s);
+            continue;
+        }
+        if (s.kind == Kind::Recv && s.req != nullptr) {
+            ch.cancel(s.req, true);
             s.req = nullptr;
         } else if (s.kind == Kind::Copy || s.kind == Kind::Reduce) {
             bool done = false;
             while (!done && s.dom->poll(&s.ticket, &done) == STRATA_OK && !done) sched_yield();
         }
         s.state = State::Done;
+    }
+    const double give_up = now_seconds() + kAbandonSendSeconds;
+    while (!sends.empty()) {
+        for (size_t k = 0; k < sends.size();) {
+            Step &s = *sends[k];
+            bool done = false;
+            if (ch.test(s.req, &done) != STRATA_OK || done) {  // either way req is released
+                s.req = nullptr;
+                s.state = State::Done;
+                sends[k] = sends.back();
+                sends.pop_back();
+            } else {
+                ++k;
+            }
+        }
+        if (sends.empty() || now_seconds() > give_up) break;
+        sched_yield();
+    }
+    for (Step *s : sends) {
+        ch.cancel(s->req, false);
+        s->req = nullptr;
+        s->state = State::Done;
     }
 }
 

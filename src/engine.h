@@ -126,9 +126,10 @@ public:
     void always() { cond_ = kNoStep; }
 
     // Runs every step to completion, sends and receives over channel ch. On an error
-    // (a step failed, or watch said to stop) the started transfers are given up
-    // through ch.cancel and started copies are waited for, so nothing of the run
-    // touches memory after it returns.
+    // (a step failed, or watch said to stop) started receives are cancelled, started
+    // copies are waited for, and started sends are waited for up to a second (a peer
+    // may still pull their data) before they are left to ch.cancel, so nothing of the
+    // run touches memory after it returns unless a send's receiver never matches it.
     // Values and tags are those given at build, shifted by num. Steps completed by an
     // earlier run are not run again (see rewind).
     Status run(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
