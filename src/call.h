@@ -66,7 +66,9 @@ public:
     Status run();
     // The same in pieces (engine.h: Schedule::start, progress).
     Status start();
-    Status progress(bool *finished, bool *idle) { return sched_.progress(finished, idle); }
+    Status progress(bool *finished, bool *idle, bool *moved = nullptr) {
+        return sched_.progress(finished, idle, moved);
+    }
 
     // ---- a call that completes later (nonblocking or persistent: Team::submit)
     // What the core does once the schedule has ended with st (counts and logs the call,

@@ -438,13 +438,15 @@ Status Schedule::pass(bool *moved) {
 
 // After kSpinsBeforeYield passes without progress the caller is told it may yield
 // (*idle), and the watch looks at the run.
-Status Schedule::progress(bool *finished, bool *idle) {
+Status Schedule::progress(bool *finished, bool *idle, bool *moved_out) {
     Run &r = run_;
     *idle = false;
+    if (moved_out) *moved_out = false;
     *finished = r.done == steps_.size();
     if (*finished) return STRATA_OK;
     bool moved = false;
     Status st = pass(&moved);
+    if (moved_out) *moved_out = moved;
     if (moved) {
         r.idle = 0;
         r.last_progress = 0;

@@ -137,9 +137,10 @@ public:
     // persistent collective): start() prepares it and starts what can start;
     // progress() makes one pass over the started steps and returns at once. *finished:
     // every step completed; *idle: several passes moved nothing (the caller may yield
-    // the CPU). On an error the run is given up as run() does.
+    // the CPU); *moved (optional): this pass moved something. On an error the run is
+    // given up as run() does.
     Status start(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
-    Status progress(bool *finished, bool *idle);
+    Status progress(bool *finished, bool *idle, bool *moved = nullptr);
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();

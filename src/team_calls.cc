@@ -140,16 +140,16 @@ void Team::complete(Call &call, Status st) {
 int Team::progress_queue(bool *idle) {
     // Passes over the head while they move it, up to kPasses: one progress call (an
     // MPI_Test between two pieces of the application's work) takes a call as far as
-    // it can go without waiting, not one step.
+    // it can go without waiting, not one step; a pass that moves nothing ends it.
     constexpr int kPasses = 64;
     int completed = 0;
     *idle = true;
     while (!queue_.empty()) {
         Call &c = *queue_.front();
-        bool finished = false, call_idle = false;
+        bool finished = false, call_idle = false, moved = true;
         Status st = c.started_ ? STRATA_OK : start_head(c);
-        for (int k = 0; st == STRATA_OK && !finished && !call_idle && k < kPasses; ++k)
-            st = c.progress(&finished, &call_idle);
+        for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
+            st = c.progress(&finished, &call_idle, &moved);
         if (st == STRATA_OK && !finished) {
             *idle = call_idle;
             break;

@@ -56,7 +56,7 @@ typedef struct mca_coll_strata_request_t {
     mca_coll_strata_pair_t stage;
     int staged, copy_back;
     layout_t *pack, *unpack;         /* packed at each start / unpacked at completion */
-    int npack, nunpack, cap;
+    int npack, nunpack;
     char **mem;                      /* packed copies, freed with the request */
     int nmem;
 } mca_coll_strata_request_t;
@@ -72,7 +72,7 @@ static void request_construct(mca_coll_strata_request_t *r)
     r->staged = 0;
     r->copy_back = 0;
     r->pack = r->unpack = NULL;
-    r->npack = r->nunpack = r->cap = 0;
+    r->npack = r->nunpack = 0;
     r->mem = NULL;
     r->nmem = 0;
 }
@@ -250,7 +250,7 @@ static int start_one(mca_coll_strata_request_t *r)
             finish(r, rc);   /* before the call starts: nothing reached the peers */
             return rc;
         }
-        return MPI_SUCCESS == rc && STRATA_OK == strata_request_start(r->core) ? MPI_SUCCESS : MPI_ERR_REQUEST;
+        return STRATA_OK == strata_request_start(r->core) ? MPI_SUCCESS : MPI_ERR_REQUEST;
     }
     if (NULL != r->inner && OMPI_REQUEST_NOOP == r->inner->req_type) {
         /* The previous component had nothing to move: its persistent no-op request has
