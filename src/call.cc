@@ -14,6 +14,7 @@ void Call::reset() {
     seg_seq_ = 0;
     mapped_ = false;
     sched_.clear();
+    built_for.clear();
 }
 
 void Call::set_number(uint64_t number) {

@@ -58,6 +58,9 @@ public:
     void set_number(uint64_t number);
     uint64_t number() const { return number_; }
     CallInfo info;
+    // What the built schedule was built from (api.cc: a blocking call whose key is
+    // the same runs it again instead of building anew); empty after reset().
+    std::vector<uint64_t> built_for;
     // Flag values and tags of this call's schedule, relative to 0, are shifted by these.
     Numbering numbering() const;
     Schedule &schedule() { return sched_; }

@@ -1,6 +1,7 @@
 // src/common.cc - logging and status names.
 #include "common.h"
 
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -8,8 +9,10 @@
 namespace strata {
 
 static strata_log_fn g_logger = nullptr;
+static int g_max_level = INT_MAX;
 
 void log(int level, const char *fmt, ...) {
+    if (level > 0 && level > g_max_level) return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -54,5 +57,6 @@ const char *status_name(Status s) {
 }  // namespace strata
 
 extern "C" void strata_set_logger(strata_log_fn fn) { strata::g_logger = fn; }
+extern "C" void strata_set_log_level(int max_level) { strata::g_max_level = max_level; }
 
 extern "C" const char *strata_status_name(strata_status_t status) { return strata::status_name(status); }

@@ -143,6 +143,13 @@ Status BufferCopies::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool
     return STRATA_OK;
 }
 
+uint64_t BufferCopies::plan_key(const void *ptr, MemDomain *gpu) {
+    MemDomain *dom = nullptr;
+    bool host = true;
+    if (plan(ptr, gpu, &dom, &host) != STRATA_OK) return ~uint64_t(0);
+    return dom == nullptr ? 0 : (reinterpret_cast<uintptr_t>(dom) | (host ? 1 : 0));
+}
+
 Status BufferCopies::enter(strata_coll_t coll, int rank, int size, MemDomain *gpu, CollArgs *a) {
     active_ = false;
     in_dom_ = out_dom_ = nullptr;

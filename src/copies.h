@@ -48,6 +48,9 @@ public:
     // host code and to any later CUDA work.
     StepId copy_out(Schedule &s, const Deps &deps);
     bool active() const { return active_; }
+    // How enter() treats ptr on a team with GPU domain gpu (nullptr: a host team): which
+    // domain copies it and into which memory, as one number (0: not copied).
+    static uint64_t plan_key(const void *ptr, MemDomain *gpu);
 
 private:
     // Grow-only memory from one domain: its host memory (page-locked for a GPU)

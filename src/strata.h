@@ -149,6 +149,9 @@ const char *strata_status_name(strata_status_t status);
 /* Logging: the glue routes core messages to its own output (opal_output). */
 typedef void (*strata_log_fn)(int level, const char *msg);
 void strata_set_logger(strata_log_fn fn);
+/* Messages above max_level are not even formatted (the logger would drop them): a
+ * call's log line costs nothing when nobody reads it. Default: every level. */
+void strata_set_log_level(int max_level);
 
 /* Fills cfg with the built-in defaults. */
 void strata_config_defaults(strata_config_t *cfg);

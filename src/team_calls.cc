@@ -57,6 +57,9 @@ namespace {
 // pass sees a team that is gone.
 std::recursive_mutex g_teams_mu;
 std::vector<Team *> g_teams;
+// g_teams.size(), read without the lock: a progress call with nothing queued anywhere
+// (most of Open MPI's progress loop) returns at once.
+std::atomic<size_t> g_queued_teams{0};
 // Queued calls begun and not yet ended, in any team.
 std::atomic<int> g_running{0};
 // Whether this thread is inside a pass (a transport's progress calling back).
@@ -100,6 +103,7 @@ void Team::submit(Call &call) {
     if (queue_.empty()) {
         std::lock_guard<std::recursive_mutex> g(g_teams_mu);
         g_teams.push_back(this);
+        g_queued_teams.store(g_teams.size());
     }
     queue_.push_back(&call);
 }
@@ -133,6 +137,7 @@ void Team::complete(Call &call, Status st) {
     if (queue_.empty()) {
         std::lock_guard<std::recursive_mutex> g(g_teams_mu);
         g_teams.erase(std::find(g_teams.begin(), g_teams.end(), this));
+        g_queued_teams.store(g_teams.size());
     }
     if (call.on_complete) call.on_complete(st);  // may release the call: the last use
 }
@@ -163,7 +168,7 @@ int Team::progress_queue(bool *idle) {
 
 int Team::progress_all(bool *idle) {
     *idle = true;
-    if (tl_in_pass) return 0;
+    if (tl_in_pass || g_queued_teams.load(std::memory_order_relaxed) == 0) return 0;
     std::unique_lock<std::recursive_mutex> reg(g_teams_mu, std::try_to_lock);
     if (!reg.owns_lock() || g_teams.empty()) return 0;  // another thread's pass is on it
     tl_in_pass = true;
@@ -182,15 +187,13 @@ int Team::progress_all(bool *idle) {
     return completed;
 }
 
-bool Team::anything_queued() {
-    std::lock_guard<std::recursive_mutex> g(g_teams_mu);
-    return !g_teams.empty();
-}
+bool Team::anything_queued() { return g_queued_teams.load() != 0; }
 
 void Team::forget_queue() {
     std::lock_guard<std::recursive_mutex> g(g_teams_mu);
     auto it = std::find(g_teams.begin(), g_teams.end(), this);
     if (it != g_teams.end()) g_teams.erase(it);
+    g_queued_teams.store(g_teams.size());
     queue_.clear();
 }
 

@@ -419,6 +419,7 @@ static int mca_coll_strata_open(void)
     mca_coll_strata_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_strata_component.output, mca_coll_strata_component.verbose);
     strata_set_logger(mca_coll_strata_core_log);
+    strata_set_log_level(mca_coll_strata_component.verbose);
     add_help_dirs();
     return OMPI_SUCCESS;
 }
@@ -443,6 +444,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
 
     strata_config_defaults(cfg);
     cfg->verbose = cs->verbose;
+    strata_set_log_level(cs->verbose);   /* again per communicator: MPI_T may have changed it */
     cfg->node_size = cs->node_size > 0 ? cs->node_size : 0;
     cfg->segment_size = cs->segment_size;
     cfg->small_msg_size = cs->small_msg_size;

@@ -8,6 +8,7 @@
 // 1 KiB, so every call wraps the stages many times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -79,5 +80,57 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
 TEST(Rerun, ABuiltAllreduceRunsAgainAsLaterCallsOnTwoNodes) { rerun_every_algorithm({0, 0, 2, 2}); }
 
 TEST(Rerun, ABuiltAllreduceRunsAgainAsLaterCallsOnOneNode) { rerun_every_algorithm({5, 5, 5}); }
+
+// A blocking call like the previous one runs the previous one's schedule again
+// (api.cc, build_key): new data in the same buffers, and per-rank counts changed in
+// the same arrays, must give exact results all the same.
+TEST(Rerun, RepeatedBlockingCallsReuseTheirScheduleOnlyWhenNothingChanged) {
+    const std::vector<int> keys{0, 0, 2, 2};
+    const int size = int(keys.size());
+    strata_test::ThreadJob job(size);
+    job.run([&](int rank) {
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.segment_size = 1024;
+        cfg.host_buffers = 1;
+        cfg.lazy_calls = 0;
+        strata_transport_t tp = job.transport(rank);
+        strata_team_t *handle = nullptr;
+        ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &handle), STRATA_OK);
+        Team &team = *static_cast<Team *>(handle);
+        std::vector<int> in(kCount), out(kCount);
+        for (int rep = 0; rep < 3; ++rep) {
+            for (size_t i = 0; i < kCount; ++i) in[i] = (rank + 1) * 10 + rep;
+            ASSERT_EQ(strata_allreduce(handle, in.data(), out.data(), kCount, STRATA_INT32, STRATA_OP_SUM), STRATA_OK);
+            int wrong = 0;
+            for (int x : out) wrong += x != expected(size, rep);
+            EXPECT_EQ(wrong, 0) << "allreduce, repetition " << rep;
+            EXPECT_FALSE(team.blocking_call().built_for.empty()) << "the call was not kept for reuse";
+        }
+        // allgatherv: the same arrays, other sizes in them each time.
+        std::vector<size_t> len(static_cast<size_t>(size)), at_(static_cast<size_t>(size));
+        std::vector<char> mine(4096), all(4096 * size_t(size));
+        for (int rep = 0; rep < 4; ++rep) {
+            size_t at = 0;
+            for (int r = 0; r < size; ++r) {
+                // rank 0's own count stays, the others' change: only the arrays differ there
+                len[size_t(r)] = r == 0 ? 100 : size_t(100 + 300 * ((r + rep) % 3));
+                at_[size_t(r)] = at;
+                at += len[size_t(r)] + 8;
+            }
+            for (size_t i = 0; i < mine.size(); ++i) mine[i] = char(rank * 31 + rep + int(i % 7));
+            std::fill(all.begin(), all.end(), char(-1));
+            ASSERT_EQ(strata_allgatherv(handle, mine.data(), all.data(), len.data(), at_.data()), STRATA_OK);
+            int wrong = 0;
+            for (int r = 0; r < size; ++r) {
+                for (size_t i = 0; i < len[size_t(r)]; ++i)
+                    wrong += all[at_[size_t(r)] + i] != char(r * 31 + rep + int(i % 7));
+                for (size_t i = 0; i < 8; ++i) wrong += all[at_[size_t(r)] + len[size_t(r)] + i] != char(-1);
+            }
+            EXPECT_EQ(wrong, 0) << "allgatherv, repetition " << rep << ", rank " << rank;
+        }
+        strata_team_destroy(handle);
+    });
+}
 
 }  // namespace
