@@ -8,6 +8,7 @@
 #ifndef STRATA_ALGO_ALGO_H
 #define STRATA_ALGO_ALGO_H
 
+#include <algorithm>
 #include <vector>
 
 #include "args.h"
@@ -27,8 +28,11 @@ struct Segments {
     size_t offset(uint64_t k) const { return k * elems; }  // elements
     size_t length(uint64_t k) const { return count - offset(k) < elems ? count - offset(k) : elems; }
 };
-inline Segments take_segments(Call &call, size_t count, strata_dtype_t dtype) {
-    const size_t es = strata_dtype_size(dtype), elems = call.team().segment_elems(es);
+// segment_bytes: the segment's size when it is not the team's (an algorithm that uses
+// no shared-memory slot); it must be agreed by every rank that exchanges segments.
+inline Segments take_segments(Call &call, size_t count, strata_dtype_t dtype, size_t segment_bytes = 0) {
+    const size_t es = strata_dtype_size(dtype);
+    const size_t elems = segment_bytes == 0 ? call.team().segment_elems(es) : std::max<size_t>(segment_bytes / es, 1);
     const uint64_t n = div_up(count, elems);
     return {count, elems, elems * es, n, call.take_segments(n)};
 }

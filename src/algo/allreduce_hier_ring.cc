@@ -26,13 +26,24 @@
 
 namespace strata {
 
+namespace {
+constexpr size_t kAloneSegmentBytes = size_t(4) << 20;
+}  // namespace
+
 Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     Team &team = c.team();
     Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(c, a.count, a.dtype);
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    // Every rank alone on its node, in host memory: no slot is used, and the segments
+    // only cut the rail's messages. Each message over the PML costs a rendezvous (a
+    // CMA read between processes of one host), so fewer, larger ones win there
+    // (perf/strata_bench, README "Measured"). On a GPU team the segments also pipeline
+    // staging copies with the network: the team's size stays. Agreed: lmax and the
+    // team's memory are.
+    const bool alone_on_host = lmax == 1 && !team.device();
+    const Segments sg = take_segments(c, a.count, a.dtype, alone_on_host ? std::max(kAloneSegmentBytes, team.segment_bytes()) : 0);
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
     MemDomain &dom = team.domain();
