@@ -180,6 +180,16 @@ strata_transport_t forwarding_transport(W *w, strata_transport_t base) {
     return base;
 }
 
+// The settings unit tests start from: the defaults, with a team of host ranks that
+// runs and sets up at its first call, whatever the defaults users get.
+inline strata_config_t host_test_config() {
+    strata_config_t cfg;
+    strata_config_defaults(&cfg);
+    cfg.host_buffers = 1;
+    cfg.lazy_calls = 0;
+    return cfg;
+}
+
 // Makes GPU 0's primary context current on this thread, as cudaSetDevice(0) would, so
 // that the calling rank has a GPU. false with *why (no driver, or the context fails).
 inline bool make_gpu0_current(std::string *why) {

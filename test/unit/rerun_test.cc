@@ -35,11 +35,8 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
     strata_test::ThreadJob job(size);
     const strata::AlgorithmTable &table = strata::allreduce_table();
     job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
+        strata_config_t cfg = strata_test::host_test_config();  // no GPU here: schedules in host memory
         cfg.segment_size = 1024;
-        cfg.host_buffers = 1;  // no GPU here: schedules in host memory
-        cfg.lazy_calls = 0;
         strata_transport_t tp = job.transport(rank);
         strata_team_t *handle = nullptr;
         ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &handle), STRATA_OK);
@@ -89,11 +86,8 @@ TEST(Rerun, RepeatedBlockingCallsReuseTheirScheduleOnlyWhenNothingChanged) {
     const int size = int(keys.size());
     strata_test::ThreadJob job(size);
     job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
+        strata_config_t cfg = strata_test::host_test_config();
         cfg.segment_size = 1024;
-        cfg.host_buffers = 1;
-        cfg.lazy_calls = 0;
         strata_transport_t tp = job.transport(rank);
         strata_team_t *handle = nullptr;
         ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &handle), STRATA_OK);

@@ -23,10 +23,7 @@ std::vector<std::string> algorithms_run(const std::vector<const char *> &paths) 
     strata_test::ThreadJob job(size);
     std::vector<std::string> out(static_cast<size_t>(size));
     job.run([&](int rank) {
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.host_buffers = 1;
-        cfg.lazy_calls = 0;
+        strata_config_t cfg = strata_test::host_test_config();
         cfg.node_size = 2;
         cfg.rules_file = paths[size_t(rank)];
         cfg.timeout = 60;  // ranks that chose differently would wait for ever: fail instead
