@@ -117,7 +117,8 @@ void say_rules(CoreTeam &t) {
 // rules file, else the table's built-in rule. Agreed: the rules are the same on every
 // rank (setup) and so is all they look at (call_bytes, layout, the team's memory).
 // *line: the rule's line in the file (0: the built-in rule). A rule's segment size is
-// not applied (docs/rules.md).
+// not applied (docs/rules.md). kHandBackAlg: the rule hands the call back (kHandBack).
+constexpr int kHandBackAlg = -2;
 int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable &table, const CollArgs &a,
                      int *line) {
     *line = 0;
@@ -126,7 +127,7 @@ int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable
                                       t.layout().max_local_size(), t.device());
         if (r != nullptr) {
             *line = r->line;
-            return table.find(r->algorithm.c_str());
+            return r->algorithm == kHandBack ? kHandBackAlg : table.find(r->algorithm.c_str());
         }
     }
     return table.find(table.choose(t, a));
@@ -279,6 +280,11 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     if (team.broken()) return STRATA_ERR_BROKEN;
     int alg = team.config().algorithm[coll], rule_line = 0;
     if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
+    if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
+        log(2, "%s: %zu bytes: handed back by the rules file (line %d: %s)", strata_coll_name(coll),
+            call_bytes(coll, team, args), rule_line, kHandBack);
+        return STRATA_FALLBACK;
+    }
     if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
     // An algorithm that exchanges with peers while it builds cannot serve a call that
     // must not wait: the table's first one that does not (agreed: the mode is).

@@ -138,8 +138,9 @@ bool parse_line(const std::vector<std::string> &f, Rule *rule, std::string *what
         return false;
     }
     const AlgorithmTable &table = algorithm_table(rule->coll);
-    if (table.find(f[5].c_str()) < 0) {
-        *what = "unknown algorithm " + quoted(f[5]) + " for " + f[0] + " (known: " + known_algorithms(table) + ")";
+    if (table.find(f[5].c_str()) < 0 && f[5] != kHandBack) {
+        *what = "unknown algorithm " + quoted(f[5]) + " for " + f[0] + " (known: " + known_algorithms(table) + ", " +
+                kHandBack + ")";
         return false;
     }
     rule->algorithm = f[5];

@@ -36,11 +36,15 @@ struct RuleRange {
 
 enum class RuleMemory { Any, Host, Device };
 
+// The algorithm name that hands the calls a rule matches back to the component
+// strata replaced (where that one measured faster: perf/strata-tune).
+constexpr const char *kHandBack = "base";
+
 struct Rule {
     strata_coll_t coll = STRATA_COLL_ALLREDUCE;
     RuleRange bytes, nodes, ranks_per_node;
     RuleMemory memory = RuleMemory::Any;
-    std::string algorithm;  // a name in coll's table
+    std::string algorithm;  // a name in coll's table, or kHandBack
     size_t segment = 0;     // segment=BYTES; 0: not given
     int line = 0;           // where it came from, for messages
 };

@@ -36,7 +36,12 @@ std::vector<std::string> algorithms_run(const std::vector<const char *> &paths) 
         std::string &got = out[size_t(rank)];
         for (size_t n : {size_t(16), size_t(16384)}) {
             std::vector<float> v(n, float(rank + 1));
-            if (strata_allreduce(team, STRATA_IN_PLACE, v.data(), n, STRATA_FLOAT, STRATA_OP_SUM) != STRATA_OK) {
+            const strata_status_t st = strata_allreduce(team, STRATA_IN_PLACE, v.data(), n, STRATA_FLOAT, STRATA_OP_SUM);
+            if (st == STRATA_FALLBACK) {  // handed back (the glue would call the replaced component)
+                got += std::string(got.empty() ? "" : " ") + (v[0] == float(rank + 1) ? "base" : "base-touched");
+                continue;
+            }
+            if (st != STRATA_OK) {
                 got += " failed";
                 continue;
             }
@@ -63,6 +68,17 @@ TEST(RulesHook, TheRulesChooseOnEveryRank) {
     RulesFile other("allreduce * 3- * * hier_ring\nbcast * * * * hier_tree\n");
     const char *p = other.path.c_str();
     for (const std::string &s : algorithms_run({p, p, p, p})) EXPECT_EQ(s, "hier_rd hier_ring");
+}
+
+// "base" hands the calls a line matches back to the component strata replaced, on
+// every rank, before anything moves; the other sizes stay strata's.
+TEST(RulesHook, ARuleCanHandCallsBack) {
+    RulesFile f("allreduce 0-1K 2 2 host base\n");
+    const char *p = f.path.c_str();
+    for (const std::string &s : algorithms_run({p, p, p, p})) EXPECT_EQ(s, "base hier_ring");
+    RulesFile g("allreduce 1K- * * * base\n");
+    p = g.path.c_str();
+    for (const std::string &s : algorithms_run({p, p, p, p})) EXPECT_EQ(s, "hier_rd base");
 }
 
 TEST(RulesHook, RulesThatDifferOrFailAnywhereAreUsedNowhere) {

@@ -105,8 +105,8 @@ const Bad kBad[] = {
     {"allreduce", "expected 'collective bytes nodes ranks/node memory algorithm [segment=BYTES]', found 1 field"},
     {"allredcue * * * * hier_rd",
      "unknown collective 'allredcue' (known: allreduce, allgather, reduce_scatter, bcast, alltoall, reduce)"},
-    {"allreduce * * * * hier_rng", "unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd)"},
-    {"bcast * * * * hier_ring", "unknown algorithm 'hier_ring' for bcast (known: hier_chain, hier_tree)"},
+    {"allreduce * * * * hier_rng", "unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd, base)"},
+    {"bcast * * * * hier_ring", "unknown algorithm 'hier_ring' for bcast (known: hier_chain, hier_tree, base)"},
     {"allreduce 16Q- * * * hier_rd",
      "bytes range '16Q-' is not N, A-B, A- or * (sizes may end in K, M or G)"},
     {"allreduce -16K * * * hier_rd", "bytes range '-16K' is not N, A-B, A- or * (sizes may end in K, M or G)"},
@@ -148,11 +148,11 @@ TEST(Rules, TheFirstBadLineIsTheOneReported) {
     Rules r;
     std::string error;
     EXPECT_EQ(parse_rules("\n\n\n\n\n\nallreduce * * * * hier_rng\nfoo\n", "t.rules", &r, &error), STRATA_ERR_ARG);
-    EXPECT_EQ(error, "t.rules:7: unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd)");
+    EXPECT_EQ(error, "t.rules:7: unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd, base)");
     // Windows line ends and a last line without one count like any other.
     EXPECT_EQ(parse_rules("bcast * * * * hier_tree\r\nbcast * * * host hier_chan", "t.rules", &r, &error),
               STRATA_ERR_ARG);
-    EXPECT_EQ(error, "t.rules:2: unknown algorithm 'hier_chan' for bcast (known: hier_chain, hier_tree)");
+    EXPECT_EQ(error, "t.rules:2: unknown algorithm 'hier_chan' for bcast (known: hier_chain, hier_tree, base)");
     // A token shown in a message is cut and made printable.
     EXPECT_EQ(parse_rules(std::string("allreduce * * * \x01") + std::string(60, 'a') + " hier_rd\n", "t", &r, &error),
               STRATA_ERR_ARG);
@@ -207,7 +207,7 @@ TEST(Rules, LoadReadsAFileAndNamesItInErrors) {
 
     TempFile bad("allreduce * * * * hier_rd\n\nallreduce * * * * hier_rng\n");
     EXPECT_EQ(load_rules(bad.path.c_str(), &r, &error), STRATA_ERR_ARG);
-    EXPECT_EQ(error, bad.path + ":3: unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd)");
+    EXPECT_EQ(error, bad.path + ":3: unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd, base)");
     EXPECT_TRUE(r.empty());
 
     r = parsed(kGood);
