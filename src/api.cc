@@ -261,6 +261,15 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return STRATA_FALLBACK;
+    // The algorithm: a setting, else the rules file, else the table's rule. A rule may
+    // hand the call back: decided first, so that handing back costs little.
+    int alg = team.config().algorithm[coll], rule_line = 0;
+    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
+    if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
+        log(2, "%s: %zu bytes: handed back by the rules file (line %d: %s)", strata_coll_name(coll),
+            call_bytes(coll, team, args), rule_line, kHandBack);
+        return STRATA_FALLBACK;
+    }
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
     const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
                          coll == STRATA_COLL_REDUCE;
@@ -278,13 +287,6 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         if (st != STRATA_OK) return st;
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
-    int alg = team.config().algorithm[coll], rule_line = 0;
-    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
-    if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
-        log(2, "%s: %zu bytes: handed back by the rules file (line %d: %s)", strata_coll_name(coll),
-            call_bytes(coll, team, args), rule_line, kHandBack);
-        return STRATA_FALLBACK;
-    }
     if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
     // An algorithm that exchanges with peers while it builds cannot serve a call that
     // must not wait: the table's first one that does not (agreed: the mode is).
@@ -513,12 +515,25 @@ static strata_status_t allgatherv(strata_team_t *team, const void *sendbuf, void
     return run_collective(t, STRATA_COLL_ALLGATHER, a, how);
 }
 
+// The per-rank arrays of a call with equal blocks, kept per thread (a call's builder
+// reads them; nothing keeps them past the call): no allocation per call.
+static std::vector<size_t> &uniform_blocks(const Team &t, size_t bytes_per_rank) {
+    static thread_local std::vector<size_t> v;
+    v.assign(size_t(t.size()), bytes_per_rank);
+    return v;
+}
+static std::vector<size_t> &uniform_displs(const Team &t, size_t bytes_per_rank) {
+    static thread_local std::vector<size_t> v;
+    v.resize(size_t(t.size()));
+    for (size_t r = 0; r < v.size(); ++r) v[r] = r * bytes_per_rank;
+    return v;
+}
+
 static strata_status_t allgather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
                                  const Start &how) {
     STRATA_CHECK(check_team(team));
     const Team &t = *static_cast<Team *>(team);
-    std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
-    for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
+    std::vector<size_t> &bytes = uniform_blocks(t, bytes_per_rank), &displs = uniform_displs(t, bytes_per_rank);
     return allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data(), how);
 }
 
@@ -571,8 +586,7 @@ static strata_status_t alltoall_uniform(strata_team_t *team, const void *sendbuf
                                         size_t bytes_per_rank, const Start &how) {
     STRATA_CHECK(check_team(team));
     const Team &t = *static_cast<Team *>(team);
-    std::vector<size_t> bytes(size_t(t.size()), bytes_per_rank), displs(size_t(t.size()));
-    for (size_t r = 0; r < displs.size(); ++r) displs[r] = r * bytes_per_rank;
+    std::vector<size_t> &bytes = uniform_blocks(t, bytes_per_rank), &displs = uniform_displs(t, bytes_per_rank);
     return alltoall(team, sendbuf, bytes.data(), displs.data(), recvbuf, bytes.data(), displs.data(), true, how);
 }
 

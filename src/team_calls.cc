@@ -168,7 +168,7 @@ int Team::progress_queue(bool *idle) {
 
 int Team::progress_all(bool *idle) {
     *idle = true;
-    if (tl_in_pass || g_queued_teams.load(std::memory_order_relaxed) == 0) return 0;
+    if (g_queued_teams.load(std::memory_order_relaxed) == 0 || tl_in_pass) return 0;
     std::unique_lock<std::recursive_mutex> reg(g_teams_mu, std::try_to_lock);
     if (!reg.owns_lock() || g_teams.empty()) return 0;  // another thread's pass is on it
     tl_in_pass = true;
