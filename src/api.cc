@@ -377,7 +377,7 @@ extern "C" {
 void strata_config_defaults(strata_config_t *cfg) {
     cfg->verbose = 0;
     cfg->node_size = 0;
-    cfg->segment_size = 256 * 1024;
+    cfg->segment_size = size_t(4) << 20;  // README "Measured": the two-host cluster, the model
     cfg->small_msg_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
