@@ -51,9 +51,11 @@ void Schedule::clear() {
     deps_.clear();
     srcs_.clear();
     last_signal_.clear();
+    run_.graph_steps = run_.graph_deps = SIZE_MAX;
 }
 
 StepId Schedule::add(Step s, const Deps &deps) {
+    run_.graph_steps = SIZE_MAX;  // the dependency graph changes
     s.state = State::Waiting;
     s.dep_begin = static_cast<uint32_t>(deps_.size());
     if (deps.ids().empty() && entry_ != kNoStep) {
@@ -377,23 +379,27 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     r.last_progress = 0;
     r.reported = false;
     const size_t n = steps_.size();
+    // Who depends on whom: the same for every run of the same steps (a rerun skips it).
+    if (r.graph_steps != n || r.graph_deps != deps_.size()) {
+        r.first_dependent.assign(n + 1, 0);
+        r.dependents.assign(deps_.size(), 0);
+        for (size_t i = 0; i < n; ++i)
+            for (uint32_t d = 0; d < steps_[i].dep_count; ++d) ++r.first_dependent[deps_[steps_[i].dep_begin + d] + 1];
+        for (size_t i = 0; i < n; ++i) r.first_dependent[i + 1] += r.first_dependent[i];
+        r.fill.assign(r.first_dependent.begin(), r.first_dependent.end() - 1);
+        for (size_t i = 0; i < n; ++i)
+            for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
+                r.dependents[r.fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
+        r.graph_steps = n;
+        r.graph_deps = deps_.size();
+    }
     r.pending.assign(n, 0);
-    r.first_dependent.assign(n + 1, 0);
-    r.dependents.assign(deps_.size(), 0);
     r.done = 0;
     for (size_t i = 0; i < n; ++i) {
         r.done += steps_[i].state == State::Done;  // by an earlier run
-        for (uint32_t d = 0; d < steps_[i].dep_count; ++d) {
-            const StepId dep = deps_[steps_[i].dep_begin + d];
-            ++r.first_dependent[dep + 1];
-            r.pending[i] += steps_[dep].state != State::Done;
-        }
-    }
-    for (size_t i = 0; i < n; ++i) r.first_dependent[i + 1] += r.first_dependent[i];
-    r.fill.assign(r.first_dependent.begin(), r.first_dependent.end() - 1);
-    for (size_t i = 0; i < n; ++i)
         for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
-            r.dependents[r.fill[deps_[steps_[i].dep_begin + d]]++] = static_cast<uint32_t>(i);
+            r.pending[i] += steps_[deps_[steps_[i].dep_begin + d]].state != State::Done;
+    }
     r.active.clear();
     for (size_t i = 0; i < n; ++i)
         if (r.pending[i] == 0 && steps_[i].state != State::Done) r.active.push_back(static_cast<StepId>(i));

@@ -194,6 +194,7 @@ private:
         P2PChannel *ch = nullptr;
         RunWatch *watch = nullptr;
         std::vector<uint32_t> pending, first_dependent, dependents, fill;  // kept: a rerun allocates nothing
+        size_t graph_steps = SIZE_MAX, graph_deps = SIZE_MAX;  // first_dependent, dependents are of these
         std::vector<StepId> active, next;
         size_t done = 0;
         int idle = 0;
