@@ -66,6 +66,43 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     // Receive space: per stage, one segment-sized area per node (indexed like the slot).
     char *tmp = c.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
+    if (lmax == 1 && !a.in_place) {  // agreed (the layout is); a local choice would do too
+        // Every rank alone on its node: no slot. The parts other ranks own go straight
+        // from sendbuf, and this rank's part is summed from sendbuf and what arrived
+        // straight into recvbuf: the same messages as below, without the copy-in, the
+        // node sum of one input and the copy-out (4 x the vector of memory traffic).
+        for (uint64_t k = 0; k < sg.n; ++k) {
+            const uint64_t g = sg.first + k;
+            const size_t off = sg.offset(k), cnt = sg.length(k);
+            const Range seg{off, off + cnt};
+            char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * sg.bytes;
+            const StepId free = c.stage_free(g);
+            std::vector<StepId> done{free};
+            for (int m = 0; m < nnodes; ++m) {
+                if (m == node) continue;
+                const int r = l.members[size_t(m)][0];
+                const Range part = meet(seg, range[size_t(r)]);
+                if (part.hi > part.lo)
+                    done.push_back(s.send(sbuf + part.lo * es, (part.hi - part.lo) * es, rails[0][size_t(m)],
+                                          c.tag(k), {free}));
+            }
+            const Range part = meet(seg, mine);
+            if (part.hi > part.lo) {
+                std::vector<const void *> parts{sbuf + part.lo * es};
+                Deps got{free};
+                for (int m = 0; m < nnodes; ++m) {
+                    if (m == node) continue;
+                    char *t_m = stage_tmp + size_t(m) * sg.bytes;
+                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rails[0][size_t(m)], c.tag(k), {free}));
+                    parts.push_back(t_m);
+                }
+                done.push_back(s.reduce(dom, rbuf + (part.lo - mine.lo) * es, parts, part.hi - part.lo, a.dtype,
+                                        a.op, got));
+            }
+            s.signal(team.flag(j, kFlagDone), g + 1, done);
+        }
+        return STRATA_OK;
+    }
     NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, L > 1 && !a.in_place && team.zero_copy(a.bytes()));
 
     for (uint64_t k = 0; k < sg.n; ++k) {
