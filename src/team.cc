@@ -29,7 +29,7 @@ Team::~Team() {
 }
 
 // A peer that has not unmapped this rank's GPU region within kReleaseWaitSeconds
-// leaves it allocated (1 MiB at the default segment size), rather than freed under
+// leaves it allocated (16 MiB at the default segment size), rather than freed under
 // its feet (NodeChannel::close_device).
 void Team::release_device() {
     if (device_tries_ == 0) return;
