@@ -10,6 +10,7 @@
 #ifndef STRATA_PERF_BENCH_COMMON_H
 #define STRATA_PERF_BENCH_COMMON_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ static const struct { const char *name; MPI_Datatype dt; int size; } types[] = {
 static const struct { const char *name; MPI_Op op; } ops[] = {
     { "sum", MPI_SUM }, { "prod", MPI_PROD }, { "max", MPI_MAX }, { "min", MPI_MIN },
 };
+
+/* The collectives of the benchmarks (strata_overlap has no reduce_scatter). */
+typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_BCAST,
+               C_ALLTOALL, C_REDUCE } coll_t;
+static coll_t coll = C_ALLREDUCE;
 
 static int rank, nranks;
 static int type = T_FLOAT, opi = 0;
@@ -106,6 +112,65 @@ static double get(const void *buf, size_t i)
     case T_FLOAT: return *(const float *)p;
     default: return *(const double *)p;
     }
+}
+
+/* What element i of this rank's result must be after the checked call (count: the
+ * elements per rank's block); NAN where the rank gets no result (reduce off the root). */
+static double expected(size_t i, size_t count)
+{
+    switch (coll) {
+    case C_ALLREDUCE: return reduced(i);
+    case C_REDUCE: return rank == 0 ? reduced(i) : NAN;
+    case C_BCAST: return in_val(0, i);
+    case C_ALLGATHER: return in_val((int)(i / count), i % count);
+    case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK: return reduced(rank * count + i);
+    default: /* alltoall: block j came from rank j, its indices rank*count.. */
+        return in_val((int)(i / count), rank * count + i % count);
+    }
+}
+
+/* A size with an optional K, M or G (powers of 1024); 0 when it is not one. */
+static size_t parse_size(const char *s)
+{
+    char *end; double v = strtod(s, &end);
+    switch (*end) { case 'k': case 'K': v *= 1024; break; case 'm': case 'M': v *= 1048576; break;
+                    case 'g': case 'G': v *= 1073741824.0; break; default: break; }
+    return v > 0 ? (size_t)v : 0;
+}
+
+/* Where the options both benchmarks take land (their defaults differ). */
+typedef struct {
+    size_t *min_bytes, *max_bytes;
+    double *factor;
+    int *warmup, *iters, *check;
+} bench_opts_t;
+
+/* The options both benchmarks take: -t TYPE, -o OP, -b/-e SIZE, -f FACTOR, -w N, -n N,
+ * --no-check (and --device: on_device). s is argv[*a], v the next argument or NULL;
+ * *a is moved past a value taken. Returns 0 when s is none of them; *bad is set for an
+ * unknown type or op. */
+static int bench_common_option(const char *s, const char *v, int *a, const bench_opts_t *o, int *bad)
+{
+    int found = 0;
+    if (!strcmp(s, "--no-check")) { *o->check = 0; return 1; }
+    if (!strcmp(s, "--device")) { on_device = 1; return 1; }
+    if (v == NULL) return 0;
+    if (!strcmp(s, "-t")) {
+        for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+            if (!strcmp(v, types[k].name)) { type = (int)k; found = 1; }
+        *bad |= !found;
+    } else if (!strcmp(s, "-o")) {
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+            if (!strcmp(v, ops[k].name)) { opi = (int)k; found = 1; }
+        *bad |= !found;
+    } else if (!strcmp(s, "-b")) *o->min_bytes = parse_size(v);
+    else if (!strcmp(s, "-e")) *o->max_bytes = parse_size(v);
+    else if (!strcmp(s, "-f")) *o->factor = atof(v);
+    else if (!strcmp(s, "-w")) *o->warmup = atoi(v);
+    else if (!strcmp(s, "-n")) *o->iters = atoi(v);
+    else return 0;
+    ++*a;
+    return 1;
 }
 
 #endif

@@ -36,15 +36,12 @@
 
 #include "perf/bench_common.h"
 
-typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK, C_BCAST,
-               C_ALLTOALL, C_REDUCE } coll_t;
 static const struct { const char *name; coll_t id; } coll_names[] = {
     { "allreduce", C_ALLREDUCE }, { "allgather", C_ALLGATHER },
     { "reduce_scatter", C_REDUCE_SCATTER }, { "reduce_scatter_block", C_REDUCE_SCATTER_BLOCK },
     { "bcast", C_BCAST }, { "alltoall", C_ALLTOALL }, { "reduce", C_REDUCE },
 };
 
-static coll_t coll = C_ALLREDUCE;
 static int warmup = 5, iters = 20, check = 1, single = 0;
 static size_t min_bytes = 8, max_bytes = 8u << 20;
 static double factor = 2;
@@ -142,16 +139,8 @@ static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb)
     run_side(s, d, sb, rb);
     bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
     for (size_t i = 0; i < nrecv; i++) {
-        double e;
-        switch (coll) {
-        case C_ALLREDUCE: e = reduced(i); break;
-        case C_REDUCE: if (rank != 0) continue; e = reduced(i); break;
-        case C_BCAST: e = in_val(0, i); break;
-        case C_ALLGATHER: e = in_val((int)(i / s->count), i % s->count); break;
-        case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK: e = reduced(rank * s->count + i); break;
-        default: /* alltoall: block j came from rank j, its indices rank*count.. */
-            e = in_val((int)(i / s->count), rank * s->count + i % s->count); break;
-        }
+        const double e = expected(i, s->count);
+        if (isnan(e)) continue;
         if (get(hr, i) != e) wrong++;
     }
     free(hs); free(hr);
@@ -242,14 +231,6 @@ static int device_init(MPI_Comm ctl, int *sharing)
     MPI_Allreduce(&same, sharing, 1, MPI_INT, MPI_MAX, ctl);
     free(all);
     return 0;
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end; double v = strtod(s, &end);
-    switch (*end) { case 'k': case 'K': v *= 1024; break; case 'm': case 'M': v *= 1048576; break;
-                    case 'g': case 'G': v *= 1073741824.0; break; default: break; }
-    return (size_t)v;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -387,6 +368,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     int bad = 0, comms = 0;
+    const bench_opts_t opts = { &min_bytes, &max_bytes, &factor, &warmup, &iters, &check };
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
         int found = 0;
@@ -394,22 +376,10 @@ int main(int argc, char **argv)
             for (size_t k = 0; k < sizeof coll_names / sizeof coll_names[0]; k++)
                 if (!strcmp(v, coll_names[k].name)) { coll = coll_names[k].id; found = 1; }
             bad |= !found; a++;
-        } else if (!strcmp(s, "-t") && v) {
-            for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
-                if (!strcmp(v, types[k].name)) { type = (int)k; found = 1; }
-            bad |= !found; a++;
-        } else if (!strcmp(s, "-o") && v) {
-            for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-                if (!strcmp(v, ops[k].name)) { opi = (int)k; found = 1; }
-            bad |= !found; a++;
-        } else if (!strcmp(s, "-b") && v) { min_bytes = parse_size(v); a++; }
-        else if (!strcmp(s, "-e") && v) { max_bytes = parse_size(v); a++; }
-        else if (!strcmp(s, "-f") && v) { factor = atof(v); a++; }
-        else if (!strcmp(s, "-w") && v) { warmup = atoi(v); a++; }
-        else if (!strcmp(s, "-n") && v) { iters = atoi(v); a++; }
+        } else if (bench_common_option(s, v, &a, &opts, &bad)) {
+            /* -t -o -b -e -f -w -n --no-check --device: taken */
+        }
         else if (!strcmp(s, "--single") || !strcmp(s, "--no-strata-comm")) single = 1;
-        else if (!strcmp(s, "--no-check")) check = 0;
-        else if (!strcmp(s, "--device")) on_device = 1;
         else if (!strcmp(s, "--comms") && v) { comms = atoi(v); a++; }
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;

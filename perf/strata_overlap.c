@@ -55,7 +55,6 @@
 
 #include "perf/bench_common.h"
 
-typedef enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER_BLOCK, C_BCAST, C_ALLTOALL, C_REDUCE } coll_t;
 static const struct { const char *name; coll_t id; } coll_names[] = {
     { "allreduce", C_ALLREDUCE }, { "allgather", C_ALLGATHER },
     { "reduce_scatter_block", C_REDUCE_SCATTER_BLOCK }, { "bcast", C_BCAST },
@@ -63,7 +62,6 @@ static const struct { const char *name; coll_t id; } coll_names[] = {
 };
 #define NCOLLS ((int)(sizeof coll_names / sizeof coll_names[0]))
 
-static coll_t coll = C_ALLREDUCE;
 static int warmup = 5, iters = 20, check = 1;
 static double test_every_us = 0;      /* --test K: MPI_Test every K us of compute; 0: never */
 static int thread_level = -1;         /* --thread-multiple: what MPI_Init_thread provided */
@@ -147,7 +145,7 @@ static shape_t shape_of(size_t bytes)
         s.count = bytes / es; s.send_elems = s.recv_elems = s.count; break;
     case C_ALLGATHER:
         s.count = bytes / es / n; s.send_elems = s.count; s.recv_elems = s.count * n; break;
-    case C_REDUCE_SCATTER_BLOCK:
+    case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK:   /* (no reduce_scatter here) */
         s.count = bytes / es / n; s.send_elems = s.count * n; s.recv_elems = s.count; break;
     case C_ALLTOALL:
         s.count = bytes / es / n; s.send_elems = s.recv_elems = s.count * n; break;
@@ -166,7 +164,7 @@ static void start(const shape_t *s, void *sb, void *rb, MPI_Comm comm, MPI_Reque
     case C_REDUCE: MPI_Ireduce(sb, rb, c, dt, op, 0, comm, req); break;
     case C_BCAST: MPI_Ibcast(sb, c, dt, 0, comm, req); break;
     case C_ALLGATHER: MPI_Iallgather(sb, c, dt, rb, c, dt, comm, req); break;
-    case C_REDUCE_SCATTER_BLOCK: MPI_Ireduce_scatter_block(sb, rb, c, dt, op, comm, req); break;
+    case C_REDUCE_SCATTER: case C_REDUCE_SCATTER_BLOCK: MPI_Ireduce_scatter_block(sb, rb, c, dt, op, comm, req); break;
     case C_ALLTOALL: MPI_Ialltoall(sb, c, dt, rb, c, dt, comm, req); break;
     }
 }
@@ -208,16 +206,8 @@ static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb, lo
     run_call(s, d, sb, rb, units);
     bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
     for (size_t i = 0; i < nrecv; i++) {
-        double e;
-        switch (coll) {
-        case C_ALLREDUCE: e = reduced(i); break;
-        case C_REDUCE: if (rank != 0) continue; e = reduced(i); break;
-        case C_BCAST: e = in_val(0, i); break;
-        case C_ALLGATHER: e = in_val((int)(i / s->count), i % s->count); break;
-        case C_REDUCE_SCATTER_BLOCK: e = reduced(rank * s->count + i); break;
-        default: /* alltoall: block j came from rank j, its indices rank*count.. */
-            e = in_val((int)(i / s->count), rank * s->count + i % s->count); break;
-        }
+        const double e = expected(i, s->count);
+        if (isnan(e)) continue;
         if (get(hr, i) != e) wrong++;
     }
     free(hs); free(hr);
@@ -358,14 +348,6 @@ static void print_row(const shape_t *s, const result_t *rs, const result_t *rb)
     fflush(stdout);
 }
 
-static size_t parse_size(const char *s)
-{
-    char *end; double v = strtod(s, &end);
-    switch (*end) { case 'k': case 'K': v *= 1024; break; case 'm': case 'M': v *= 1048576; break;
-                    case 'g': case 'G': v *= 1073741824.0; break; default: break; }
-    return v > 0 ? (size_t)v : 0;
-}
-
 static void usage(void)
 {
     printf("usage: strata_overlap [-c COLL|all] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
@@ -434,6 +416,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     int bad = 0, all_colls = 0;
+    const bench_opts_t opts = { &min_bytes, &max_bytes, &factor, &warmup, &iters, &check };
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
         int found = 0;
@@ -442,21 +425,10 @@ int main(int argc, char **argv)
                 if (!strcmp(v, coll_names[k].name)) { coll = coll_names[k].id; found = 1; }
             if (!strcmp(v, "all")) all_colls = found = 1;
             bad |= !found; a++;
-        } else if (!strcmp(s, "-t") && v) {
-            for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
-                if (!strcmp(v, types[k].name)) { type = (int)k; found = 1; }
-            bad |= !found; a++;
-        } else if (!strcmp(s, "-o") && v) {
-            for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-                if (!strcmp(v, ops[k].name)) { opi = (int)k; found = 1; }
-            bad |= !found; a++;
-        } else if (!strcmp(s, "-b") && v) { min_bytes = parse_size(v); a++; }
-        else if (!strcmp(s, "-e") && v) { max_bytes = parse_size(v); a++; }
-        else if (!strcmp(s, "-f") && v) { factor = atof(v); a++; }
-        else if (!strcmp(s, "-w") && v) { warmup = atoi(v); a++; }
-        else if (!strcmp(s, "-n") && v) { iters = atoi(v); a++; }
+        } else if (bench_common_option(s, v, &a, &opts, &bad)) {
+            /* -t -o -b -e -f -w -n --no-check --device: taken */
+        }
         else if (!strcmp(s, "--test") && v) { test_every_us = atof(v); bad |= test_every_us <= 0; a++; }
-        else if (!strcmp(s, "--no-check")) check = 0;
         else if (!strcmp(s, "--idle")) {
             idle = 1;
 #ifdef PR_SET_TIMERSLACK
@@ -464,7 +436,6 @@ int main(int argc, char **argv)
 #endif
         }
         else if (!strcmp(s, "--thread-multiple")) continue;   /* taken before MPI_Init */
-        else if (!strcmp(s, "--device")) on_device = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
     }
