@@ -129,6 +129,27 @@ static double expected(size_t i, size_t count)
     }
 }
 
+/* One checked call: fills this rank's input (sb, nsend elements), runs the call
+ * (run(ctx)), and counts the wrong elements of this rank's result (nrecv elements,
+ * in blocks of count). */
+static long check_call(size_t nsend, size_t nrecv, size_t count, void *sb, void *rb, void (*run)(void *), void *ctx)
+{
+    size_t es = (size_t)types[type].size;
+    char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
+    long wrong = 0;
+    for (size_t i = 0; i < nsend; i++) put(hs, i, coll == C_BCAST && rank != 0 ? 0 : in_val(rank, i));
+    bench_to_dev(sb, hs, nsend * es);
+    if (coll != C_BCAST) memset(hr, 0, nrecv * es), bench_to_dev(rb, hr, nrecv * es);
+    run(ctx);
+    bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
+    for (size_t i = 0; i < nrecv; i++) {
+        const double e = expected(i, count);
+        if (!isnan(e) && get(hr, i) != e) wrong++;
+    }
+    free(hs); free(hr);
+    return wrong;
+}
+
 /* A size with an optional K, M or G (powers of 1024); 0 when it is not one. */
 static size_t parse_size(const char *s)
 {

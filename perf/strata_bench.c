@@ -124,27 +124,16 @@ static void run_side(const shape_t *s, const side_t *d, void *sb, void *rb)
 }
 
 /* Fill inputs, run once, count wrong elements on this rank. */
+typedef struct { const shape_t *s; const side_t *d; void *sb, *rb; } once_t;
+static void run_once_side(void *ctx)
+{
+    const once_t *o = ctx;
+    run_side(o->s, o->d, o->sb, o->rb);
+}
 static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb)
 {
-    size_t es = (size_t)types[type].size, nsend = s->send_elems, nrecv = s->recv_elems;
-    char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
-    long wrong = 0;
-    for (size_t i = 0; i < nsend; i++) {
-        if (coll == C_BCAST) put(hs, i, rank == 0 ? in_val(0, i) : 0);
-        else if (coll == C_ALLTOALL) put(hs, i, in_val(rank, i));    /* block j -> peer j */
-        else put(hs, i, in_val(rank, i));
-    }
-    bench_to_dev(sb, hs, nsend * es);
-    if (coll != C_BCAST) memset(hr, 0, nrecv * es), bench_to_dev(rb, hr, nrecv * es);
-    run_side(s, d, sb, rb);
-    bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
-    for (size_t i = 0; i < nrecv; i++) {
-        const double e = expected(i, s->count);
-        if (isnan(e)) continue;
-        if (get(hr, i) != e) wrong++;
-    }
-    free(hs); free(hr);
-    return wrong;
+    once_t o = { s, d, sb, rb };
+    return check_call(s->send_elems, s->recv_elems, s->count, sb, rb, run_once_side, &o);
 }
 
 typedef struct { double us; long wrong; } result_t;

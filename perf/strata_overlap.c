@@ -195,23 +195,16 @@ static void run_call(const shape_t *s, const side_t *d, void *sb, void *rb, long
 
 /* Fill the inputs, run one call (with `units` of computation inside), count the
  * wrong elements on this rank. */
+typedef struct { const shape_t *s; const side_t *d; void *sb, *rb; long units; } once_t;
+static void run_once_call(void *ctx)
+{
+    const once_t *o = ctx;
+    run_call(o->s, o->d, o->sb, o->rb, o->units);
+}
 static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb, long units)
 {
-    size_t es = (size_t)types[type].size, nsend = s->send_elems, nrecv = s->recv_elems;
-    char *hs = malloc(nsend * es + 1), *hr = malloc(nrecv * es + 1);
-    long wrong = 0;
-    for (size_t i = 0; i < nsend; i++) put(hs, i, coll == C_BCAST && rank != 0 ? 0 : in_val(rank, i));
-    bench_to_dev(sb, hs, nsend * es);
-    if (coll != C_BCAST) memset(hr, 0, nrecv * es), bench_to_dev(rb, hr, nrecv * es);
-    run_call(s, d, sb, rb, units);
-    bench_to_host(hr, coll == C_BCAST ? sb : rb, nrecv * es);
-    for (size_t i = 0; i < nrecv; i++) {
-        const double e = expected(i, s->count);
-        if (isnan(e)) continue;
-        if (get(hr, i) != e) wrong++;
-    }
-    free(hs); free(hr);
-    return wrong;
+    once_t o = { s, d, sb, rb, units };
+    return check_call(s->send_elems, s->recv_elems, s->count, sb, rb, run_once_call, &o);
 }
 
 typedef struct { double pure, compute, overlapped, overlap; long wrong; } result_t;
