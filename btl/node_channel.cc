@@ -39,7 +39,10 @@ Status exchange(P2PChannel &ch, int tag, const std::vector<Msg> &sends, const st
                 --left;
             }
         }
-        if (left > 0) sched_yield();
+        if (left > 0) {
+            ch.progress();  // test() only looks
+            sched_yield();
+        }
     }
     return STRATA_OK;
 }

@@ -34,6 +34,9 @@ public:
     virtual Status test(void *req, bool *done) = 0;
     // Gives up a transfer test() has not completed: nothing of it touches memory after.
     virtual void cancel(void *req, bool recv) = 0;
+    // Moves the transfers on. test() only looks (a transport may leave progress to
+    // this); whoever waits on test() calls this between its rounds of tests.
+    virtual void progress() {}
 };
 
 class TransportChannel : public P2PChannel {
@@ -43,6 +46,9 @@ public:
     Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status test(void *req, bool *done) override;
     void cancel(void *req, bool recv) override;
+    void progress() override {
+        if (tp_.progress) tp_.progress(tp_.ctx);
+    }
 
 private:
     strata_transport_t tp_;
@@ -59,6 +65,7 @@ public:
     Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status test(void *req, bool *done) override;
     void cancel(void *req, bool recv) override;
+    void progress() override { inner_.progress(); }
 
 private:
     struct Buf {

@@ -361,6 +361,7 @@ void Schedule::abandon(P2PChannel &ch) {
             }
         }
         if (sends.empty() || now_seconds() > give_up) break;
+        ch.progress();
         sched_yield();
     }
     for (Step *s : sends) {
@@ -415,7 +416,10 @@ Status Schedule::run(P2PChannel &ch, RunWatch *watch, Numbering num) {
     while (true) {
         STRATA_CHECK(progress(&finished, &idle));
         if (finished) return STRATA_OK;
-        if (idle) sched_yield();  // ranks may share cores: let the peer we wait for run
+        if (idle) {
+            ch.progress();
+            sched_yield();  // ranks may share cores: let the peer we wait for run
+        }
     }
 }
 

@@ -88,10 +88,7 @@ Status Team::run_call(Call &call) {
     while (st == STRATA_OK) {
         st = call.progress(&finished, &idle);
         if (st != STRATA_OK || finished) break;
-        if (idle) {
-            progress_others();
-            sched_yield();  // ranks may share cores: let the peer we wait for run
-        }
+        if (idle) progress_others();
     }
     call.started_ = false;
     return st;
@@ -207,23 +204,26 @@ void Team::drain() {
             progress_queue(&idle);
             tl_in_pass = false;
         }
-        if (idle) {
-            progress_others();
-            sched_yield();
-        }
+        if (idle) progress_others();
     }
 }
 
-// A rank waiting in a blocking call still advances its other communicators' queued
-// calls and the stack's own nonblocking collectives: a peer may wait for either
-// before it can reach this call (MPI's progress rule).
+// A rank waiting in a blocking call moves its own requests on (the transport's test
+// only looks), and advances its other communicators' queued calls and the stack's
+// own nonblocking collectives: a peer may wait for either before it can reach this
+// call (MPI's progress rule). Whether to give up the core while waiting is the
+// stack's policy where it has one: Open MPI's progress loop yields when nothing
+// happened if mpi_yield_when_idle is set (by itself when the node is
+// oversubscribed), and spins otherwise, as its own collectives do. Without a stack
+// loop strata yields: ranks may share cores, and the peer waited for must run.
 void Team::progress_others() {
-    bool idle = false;
     if (tp_.progress) {
         tp_.progress(tp_.ctx);  // Open MPI's loop runs strata_progress too
-    } else {
-        progress_all(&idle);
+        return;
     }
+    bool idle = false;
+    progress_all(&idle);
+    sched_yield();
 }
 
 std::unique_ptr<Call> Team::take_call() {

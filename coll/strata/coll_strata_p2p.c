@@ -89,8 +89,12 @@ static int mca_coll_strata_irecv(void *ctx, void *buf, size_t bytes, int peer, i
     return STRATA_OK;
 }
 
-/* Progresses once; on completion ompi_request_test frees the request (and sets it
- * to MPI_REQUEST_NULL) unless it carries an error, in which case we free it. */
+/* Looks at the request without progressing Open MPI: the core calls progress (below)
+ * once per pass that moved nothing, not once per request it tests. (ompi_request_test
+ * on a request still open runs the whole opal_progress loop, which yields the core
+ * when mpi_yield_when_idle is set: a few such tests per call had cost a small call
+ * more than the call itself.) On completion ompi_request_test frees the request (and
+ * sets it to MPI_REQUEST_NULL) unless it carries an error, in which case we free it. */
 static int mca_coll_strata_test(void *ctx, void *req, int *done)
 {
     ompi_request_t *r = (ompi_request_t *) req;
@@ -101,6 +105,9 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done)
     *done = 0;
     if (NULL == r || MPI_REQUEST_NULL == r) {
         *done = 1;
+        return STRATA_OK;
+    }
+    if (!REQUEST_COMPLETE(r)) {
         return STRATA_OK;
     }
     rc = ompi_request_test(&r, &completed, &status);
