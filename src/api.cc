@@ -114,23 +114,30 @@ void say_rules(CoreTeam &t) {
 }
 
 // The algorithm for a call the settings leave open: the first matching line of the
-// rules file, else the table's built-in rule. Agreed: the rules are the same on every
-// rank (setup) and so is all they look at (call_bytes, layout, the team's memory).
-// *line: the rule's line in the file (0: the built-in rule). A rule's segment size is
-// not applied (docs/rules.md). kHandBackAlg: the rule hands the call back (kHandBack).
+// rules file, else of the built-in host rules (host-memory teams, host_handback), else
+// the table's built-in rule. Agreed: the rules are the same on every rank (setup, or
+// compiled in) and so is all they look at (call_bytes, layout, the team's memory).
+// *rule: the line that chose (nullptr: the table's rule). A rule's segment size is not
+// applied (docs/rules.md). kHandBackAlg: the rule hands the call back (kHandBack).
 constexpr int kHandBackAlg = -2;
 int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable &table, const CollArgs &a,
-                     int *line) {
-    *line = 0;
-    if (t.same_everywhere() && !t.rules.empty()) {
-        const Rule *r = t.rules.match(coll, call_bytes(coll, t, a), t.layout().nnodes(),
-                                      t.layout().max_local_size(), t.device());
-        if (r != nullptr) {
-            *line = r->line;
-            return r->algorithm == kHandBack ? kHandBackAlg : table.find(r->algorithm.c_str());
-        }
+                     const Rule **rule) {
+    const Rules *const sources[] = {t.same_everywhere() ? &t.rules : nullptr,
+                                    !t.device() && t.config().host_handback ? &builtin_host_rules() : nullptr};
+    *rule = nullptr;
+    for (const Rules *rules : sources) {
+        if (rules == nullptr || rules->empty()) continue;
+        *rule = rules->match(coll, call_bytes(coll, t, a), t.layout().nnodes(), t.layout().max_local_size(),
+                             t.device());
+        if (*rule != nullptr)
+            return (*rule)->algorithm == kHandBack ? kHandBackAlg : table.find((*rule)->algorithm.c_str());
     }
     return table.find(table.choose(t, a));
+}
+
+// Where a rule came from, for the per-call log line.
+const char *rule_source(const Rule *r) {
+    return builtin_host_rules().owns(r) ? "built-in host rules (coll_strata_host_handback)" : "rules file";
 }
 }  // namespace
 
@@ -263,13 +270,15 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     if (table.count == 0) return STRATA_FALLBACK;
     // The algorithm: a setting, else the rules file, else the table's rule. A rule may
     // hand the call back: decided first, so that handing back costs little.
-    int alg = team.config().algorithm[coll], rule_line = 0;
-    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule_line);
+    int alg = team.config().algorithm[coll];
+    const Rule *rule = nullptr;
+    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule);
     if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
-        log(2, "%s: %zu bytes: handed back by the rules file (line %d: %s)", strata_coll_name(coll),
-            call_bytes(coll, team, args), rule_line, kHandBack);
+        log(2, "%s: %zu bytes: handed back by the %s (line %d: %s)", strata_coll_name(coll),
+            call_bytes(coll, team, args), rule_source(rule), rule->line, kHandBack);
         return STRATA_FALLBACK;
     }
+    int rule_line = rule != nullptr && !builtin_host_rules().owns(rule) ? rule->line : 0;  // of the file
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
     const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
                          coll == STRATA_COLL_REDUCE;
@@ -390,6 +399,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->lazy_calls = 4;
     cfg->rules_file = nullptr;
     cfg->setup_at_creation = 0;
+    cfg->host_handback = 1;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

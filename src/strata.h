@@ -85,7 +85,8 @@ typedef enum strata_coll {
  * Tags are small non-negative integers (< STRATA_TAG_SPACE); the glue maps them
  * into a range of collective tags that no application can use.
  * isend/irecv start a transfer and return an opaque request; test completes and
- * releases it when *done becomes 1. agree and allgather_int are blocking
+ * releases it when *done becomes 1. test only looks: it need not progress the stack
+ * (the core calls progress below whenever a pass over its steps moved nothing). agree and allgather_int are blocking
  * collectives over the whole communicator, run by the module strata replaced. */
 #define STRATA_TAG_SPACE (1 << 22)
 #define STRATA_ANY_SOURCE (-1)  /* irecv from any rank (the team's failure notices only) */
@@ -103,10 +104,10 @@ typedef struct strata_transport {
     int (*agree_min)(void *ctx, int *values, int n);       /* values[i] = min over ranks, i < n */
     int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
-    /* Progresses the stack's other outstanding work (Open MPI: opal_progress, which
-     * also runs strata_progress), called while a blocking call waits, so that the
-     * stack's own nonblocking collectives, which a peer may be waiting for, advance.
-     * May be NULL. */
+    /* Progresses the stack's outstanding work (Open MPI: opal_progress, which also
+     * runs strata_progress), called while a call waits: strata's own requests, and
+     * the stack's nonblocking collectives a peer may be waiting for, advance. May be
+     * NULL when test progresses by itself. */
     void (*progress)(void *ctx);
 } strata_transport_t;
 
@@ -141,6 +142,7 @@ typedef struct strata_config {
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
     int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */
+    int host_handback;              /* host-memory teams: the built-in host rules hand small calls back (rules.h) */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */

@@ -36,6 +36,7 @@ typedef struct mca_coll_strata_component_t {
     bool check_args;        /* agree size, type, op and root before every call */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
     bool setup_at_creation; /* set a communicator up when it is made */
+    bool host_handback;     /* host-memory teams: built-in host rules hand small calls back */
     bool progress_thread;   /* a thread progresses nonblocking calls (MPI_THREAD_MULTIPLE) */
 
     int output;     /* opal_output stream, verbosity = verbose */
@@ -81,7 +82,16 @@ typedef struct mca_coll_strata_module_t {
     strata_team_t *team;                /* created in enable, destroyed with the module */
     strata_transport_t transport;       /* ctx = this module */
     size_t *rs_counts;                  /* reduce_scatter scratch, comm size entries */
+    /* The count arrays of allgather(v) and alltoall(v) calls (MCA_COLL_STRATA_COUNTS_*),
+     * made at a communicator's first such call and kept: a blocking collective is one
+     * at a time on a communicator, and a small call handed back paid two mallocs. */
+    void *counts[2];
+    size_t counts_bytes[2];
 } mca_coll_strata_module_t;
+
+enum { MCA_COLL_STRATA_COUNTS_INT = 0, MCA_COLL_STRATA_COUNTS_SIZE = 1 };
+/* m->counts[which], at least bytes long (grown as needed); NULL when out of memory. */
+void *mca_coll_strata_counts(mca_coll_strata_module_t *m, int which, size_t bytes);
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
 

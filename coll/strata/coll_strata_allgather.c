@@ -76,7 +76,7 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
     int i, n = ompi_comm_size(m->comm), rank = ompi_comm_rank(m->comm), most = 0, rc = MPI_SUCCESS;
     size_t size = 0, total = 0, scratch, call_bytes = 0;
     ptrdiff_t lb = 0, extent = 0, lo = 0;
-    size_t *bytes = malloc(2 * (size_t) n * sizeof(size_t)), *displs;
+    size_t *bytes = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_SIZE, 2 * (size_t) n * sizeof(size_t)), *displs;
     char *packed = NULL, *base = (char *) rbuf;
     const void *core_sbuf = STRATA_IN_PLACE;
     const char *why;
@@ -110,7 +110,6 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
         }
         packed = malloc(total > 0 ? total : 1);
         if (NULL == packed) {
-            free(bytes);
             return mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, STRATA_ERR_NOMEM,
                                         "no memory to pack a non-contiguous datatype", call_bytes, served);
         }
@@ -151,7 +150,6 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
                                     rcounts[i], rdtype);
     }
     free(packed);
-    free(bytes);
     return rc;
 }
 
@@ -161,7 +159,7 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), served, in_place, rc;
-    int *counts = malloc(2 * (size_t) n * sizeof(int));
+    int *counts = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_INT, 2 * (size_t) n * sizeof(int));
     size_t size = 0;
 
     ompi_datatype_type_size(rdtype, &size);
@@ -179,7 +177,6 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     }
     rc = allgather_any(m, "allgather", sbuf, scount, sdtype, rbuf, counts, counts + n, rdtype, &served,
                        &in_place);
-    free(counts);
     if (served) {
         return rc;
     }

@@ -97,7 +97,7 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
                         const int *rdisps, struct ompi_datatype_t *rdtype, int uniform, int *served)
 {
     int n = ompi_comm_size(m->comm), in_place = MPI_IN_PLACE == sbuf, rc = MPI_SUCCESS;
-    size_t *v = calloc(4 * (size_t) n, sizeof(size_t));
+    size_t *v = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_SIZE, 4 * (size_t) n * sizeof(size_t));
     side_t s = { NULL, NULL, NULL, NULL, 0 }, r = { NULL, NULL, NULL, NULL, 0 };
     const char *why = NULL;
     strata_status_t st = STRATA_ERR_NOMEM;
@@ -148,7 +148,6 @@ static int alltoall_any(mca_coll_strata_module_t *m, const char *name, const voi
     }
     free(s.packed);
     free(r.packed);
-    free(v);
     return rc;
 }
 
@@ -158,7 +157,7 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), served, rc;
-    int *v = malloc(4 * (size_t) n * sizeof(int));
+    int *v = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_INT, 4 * (size_t) n * sizeof(int));
     size_t size = 0;
 
     ompi_datatype_type_size(rdtype, &size);
@@ -177,7 +176,6 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
         v[3 * n + i] = i * rcount;
     }
     rc = alltoall_any(m, "alltoall", sbuf, v, v + n, sdtype, rbuf, v + 2 * n, v + 3 * n, rdtype, 1, &served);
-    free(v);
     if (served) {
         return rc;
     }

@@ -235,6 +235,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->check_args = 0 != d->check_args;
     cs->lazy_calls = d->lazy_calls;
     cs->setup_at_creation = 0 != d->setup_at_creation;
+    cs->host_handback = 0 != d->host_handback;
     mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
 }
 
@@ -379,6 +380,14 @@ static int mca_coll_strata_register(void)
         "README for the measured cost); for debugging erroneous programs",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->check_args);
+    (void) mca_base_component_var_register(c, "host_handback",
+        "On communicators where strata runs in host memory (no rank has a GPU; "
+        "host_buffers), hand the calls that the built-in host rules name back to the "
+        "component strata replaced: small calls, where that component measured faster "
+        "(docs/rules.md lists them; README \"Measured\"). A rules_file line or a "
+        "<collective>_algorithm setting decides first. false: strata serves them",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->host_handback);
     (void) mca_base_component_var_register(c, "rules_file",
         "A file of rules that choose each collective's algorithm by message size, number of "
         "nodes, ranks per node and memory (host or device), one rule per line, the first "
@@ -460,6 +469,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->check_args = cs->check_args ? 1 : 0;
     cfg->lazy_calls = cs->lazy_calls;
     cfg->setup_at_creation = cs->setup_at_creation ? 1 : 0;
+    cfg->host_handback = cs->host_handback ? 1 : 0;
     cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])
                           ? mca_coll_strata_rules_file : NULL;
 }

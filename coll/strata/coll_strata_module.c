@@ -19,6 +19,18 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
     m->team = NULL;
     memset(&m->transport, 0, sizeof(m->transport));
     m->rs_counts = NULL;
+    m->counts[0] = m->counts[1] = NULL;
+    m->counts_bytes[0] = m->counts_bytes[1] = 0;
+}
+
+void *mca_coll_strata_counts(mca_coll_strata_module_t *m, int which, size_t bytes)
+{
+    if (m->counts_bytes[which] < bytes) {
+        free(m->counts[which]);
+        m->counts[which] = malloc(bytes);
+        m->counts_bytes[which] = NULL == m->counts[which] ? 0 : bytes;
+    }
+    return m->counts[which];
 }
 
 /* Releases whatever enable captured and the team; safe to call again (5.0 calls
@@ -29,6 +41,10 @@ static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
     m->team = NULL;
     free(m->rs_counts);
     m->rs_counts = NULL;
+    free(m->counts[0]);
+    free(m->counts[1]);
+    m->counts[0] = m->counts[1] = NULL;
+    m->counts_bytes[0] = m->counts_bytes[1] = 0;
 #define STRATA_RELEASE_PREV(name)                       \
     if (NULL != m->prev.name##_module) {                \
         OBJ_RELEASE(m->prev.name##_module);             \

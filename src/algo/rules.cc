@@ -231,6 +231,32 @@ Status load_rules(const char *path, Rules *out, std::string *error) {
     return parse_rules(text, path, out, error);
 }
 
+const char *builtin_host_rules_text() {
+    // Host memory, built in. Sizes are the rules' call sizes (docs/rules.md); lines
+    // start at 1 byte where an alltoallv (size 0 to the rules) must stay out. Up to
+    // the size where tuned was faster in any layout measured on the reference
+    // machine (README "Measured": 2 ranks as 2 nodes, 4 ranks as 2 x 2, 2 ranks on one
+    // node, host buffers, strata_bench with and without strata in one job, twice),
+    // strata hands the call back; above it strata was within noise or faster.
+    return "allreduce       0-8K     *  *  host  base\n"
+           "reduce_scatter  0-32K    *  *  host  base\n"
+           "reduce          0-64K    *  *  host  base\n"
+           "reduce          *        *  1  host  base\n"  // one rank per node: tuned's pipeline, no hierarchy to gain
+           "allgather       0-256K   *  *  host  base\n"
+           "bcast           0-256K   *  *  host  base\n"
+           "alltoall        1-256K   *  *  host  base\n";
+}
+
+const Rules &builtin_host_rules() {
+    static const Rules rules = [] {
+        Rules r;
+        std::string error;
+        (void)parse_rules(builtin_host_rules_text(), "built-in host rules", &r, &error);  // rules_test checks it parses
+        return r;
+    }();
+    return rules;
+}
+
 const Rule *Rules::match(strata_coll_t coll, size_t bytes, int nodes, int ranks_per_node, bool device) const {
     const RuleMemory kind = device ? RuleMemory::Device : RuleMemory::Host;
     for (const Rule &r : rules_) {

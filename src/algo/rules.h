@@ -65,6 +65,8 @@ public:
     // count), equal on two ranks exactly when their rules choose alike.
     uint64_t hash() const;
     bool empty() const { return rules_.empty(); }
+    // Whether r is one of these rules (an answer of match()).
+    bool owns(const Rule *r) const { return r != nullptr && r >= rules_.data() && r < rules_.data() + rules_.size(); }
     size_t size() const { return rules_.size(); }
     const std::vector<Rule> &rules() const { return rules_; }
     // The file the rules came from ("" for parse_rules of a name-less text).
@@ -75,6 +77,17 @@ private:
     std::vector<Rule> rules_;
     std::string source_;
 };
+
+// The built-in rules of a host-memory team (a team of ranks without GPUs, run with
+// coll_strata_host_buffers): the calls that the component strata replaced (Open
+// MPI's tuned) served faster than strata in every layout measured (README
+// "Measured"), handed back to it. They apply after the rules file and the
+// coll_strata_*_algorithm settings, and only with coll_strata_host_handback (on by
+// default). Device teams have none: there the replaced component stages GPU memory
+// through the host, and strata's GPU algorithms are the point.
+const Rules &builtin_host_rules();
+// Their text, in the rules file format (strata-info prints it).
+const char *builtin_host_rules_text();
 
 // Reads and parses the rules file at path. STRATA_OK: *out holds its rules (none
 // for a file of comments and blank lines). Otherwise *out is left empty, *error

@@ -121,6 +121,7 @@ TEST(AllgatherRule, AgreesWhenOwnBlocksDiffer) {
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
         cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.node_size = 2;
         cfg.segment_size = 4096;

@@ -30,6 +30,7 @@ Ranks on_teams(const std::vector<int> &keys, const Body &body, double timeout = 
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
         cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.timeout = timeout;
         cfg.check_args = check_args;

@@ -557,6 +557,7 @@ Outcome run_job(const Layout &lay, int cache, const std::string &what) {
             strata_config_defaults(&cfg);
             cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
             cfg.host_buffers = 1;
+            cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
             cfg.verbose = 2;
             cfg.node_size = lay.node_size;
             cfg.segment_size = kSegment;

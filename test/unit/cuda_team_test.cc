@@ -61,6 +61,7 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
         strata_config_defaults(&cfg);
         cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
         cfg.host_buffers = 1;
+        cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
         strata_team_t *team = nullptr;
         if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
             err = "team create";

@@ -319,6 +319,7 @@ Outcome run_job(bool cuda_aware, int device_transport) {
             strata_config_defaults(&cfg);
             cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
             cfg.host_buffers = 1;
+            cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
             cfg.node_size = 1;
             cfg.segment_size = 1024;
             cfg.device_transport = device_transport;

@@ -27,6 +27,7 @@ strata_config_t host_config() {
     strata_config_t cfg;
     strata_config_defaults(&cfg);
     cfg.host_buffers = 1;  // no GPU here: schedules in host memory
+    cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
     cfg.lazy_calls = 0;
     cfg.segment_size = 1024;  // many segments per call: the stages wrap
     cfg.timeout = 60;         // a hang becomes a failure

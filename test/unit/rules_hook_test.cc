@@ -18,7 +18,8 @@ using RulesFile = strata_test::TempFile;
 // Two nodes of two ranks; rank r reads paths[r] (nullptr: none). Each rank makes a
 // 64-byte and a 64 KiB float allreduce and reports the algorithms that ran ("a b"),
 // or what was wrong.
-std::vector<std::string> algorithms_run(const std::vector<const char *> &paths) {
+// handback: coll_strata_host_handback (host_test_config turns it off).
+std::vector<std::string> algorithms_run(const std::vector<const char *> &paths, bool handback = false) {
     const int size = 4;
     strata_test::ThreadJob job(size);
     std::vector<std::string> out(static_cast<size_t>(size));
@@ -26,6 +27,7 @@ std::vector<std::string> algorithms_run(const std::vector<const char *> &paths) 
         strata_config_t cfg = strata_test::host_test_config();
         cfg.node_size = 2;
         cfg.rules_file = paths[size_t(rank)];
+        cfg.host_handback = handback ? 1 : 0;
         cfg.timeout = 60;  // ranks that chose differently would wait for ever: fail instead
         strata_transport_t tp = job.transport(rank);
         strata_team_t *team = nullptr;
@@ -79,6 +81,16 @@ TEST(RulesHook, ARuleCanHandCallsBack) {
     RulesFile g("allreduce 1K- * * * base\n");
     p = g.path.c_str();
     for (const std::string &s : algorithms_run({p, p, p, p})) EXPECT_EQ(s, "hier_rd base");
+}
+
+// By default a host team hands the calls of the built-in host rules back (a 64-byte
+// allreduce), and serves the rest; a rules file line decides before them.
+TEST(RulesHook, TheBuiltInHostRulesHandBackUnlessTheFileDecides) {
+    for (const std::string &s : algorithms_run({nullptr, nullptr, nullptr, nullptr}, true))
+        EXPECT_EQ(s, "base hier_ring");
+    RulesFile f("allreduce 0-16K 2 2 host hier_rd\n");
+    const char *p = f.path.c_str();
+    for (const std::string &s : algorithms_run({p, p, p, p}, true)) EXPECT_EQ(s, "hier_rd hier_ring");
 }
 
 TEST(RulesHook, RulesThatDifferOrFailAnywhereAreUsedNowhere) {

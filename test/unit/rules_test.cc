@@ -237,3 +237,28 @@ TEST(Rules, TheTunersOutputLoads) {
 }
 
 }  // namespace
+
+namespace {
+
+// The built-in host rules (coll_strata_host_handback): they parse, only ever hand
+// calls back, and only on host memory; alltoallv (size 0 to the rules) stays strata's.
+TEST(Rules, TheBuiltInHostRulesHandSmallHostCallsBack) {
+    Rules again;
+    std::string error;
+    ASSERT_EQ(parse_rules(strata::builtin_host_rules_text(), "built-in", &again, &error), STRATA_OK) << error;
+    const Rules &r = strata::builtin_host_rules();
+    ASSERT_FALSE(r.empty());
+    EXPECT_EQ(r.hash(), again.hash());
+    for (const strata::Rule &rule : r.rules()) EXPECT_EQ(rule.algorithm, strata::kHandBack) << "line " << rule.line;
+    EXPECT_EQ(pick(r, STRATA_COLL_ALLREDUCE, 1 * K, 2, 1, false), "base");
+    EXPECT_EQ(pick(r, STRATA_COLL_ALLREDUCE, 1 * K, 2, 1, true), "-");  // device teams: strata's
+    EXPECT_EQ(pick(r, STRATA_COLL_ALLREDUCE, 64 * K, 2, 2, false), "-");
+    EXPECT_EQ(pick(r, STRATA_COLL_ALLTOALL, 0, 2, 2, false), "-");  // alltoallv
+    EXPECT_EQ(pick(r, STRATA_COLL_ALLTOALL, 4 * K, 2, 2, false), "base");
+    EXPECT_EQ(pick(r, STRATA_COLL_REDUCE, 64 * M, 4, 1, false), "base");  // one rank per node
+    EXPECT_EQ(pick(r, STRATA_COLL_REDUCE, 64 * M, 4, 2, false), "-");
+    EXPECT_TRUE(r.owns(r.match(STRATA_COLL_BCAST, 1 * K, 2, 2, false)));
+    EXPECT_FALSE(r.owns(again.match(STRATA_COLL_BCAST, 1 * K, 2, 2, false)));
+}
+
+}  // namespace

@@ -33,6 +33,7 @@ std::vector<strata_status_t> one_allreduce(const std::vector<int> &keys, const c
         strata_config_t cfg;
         strata_config_defaults(&cfg);
         cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+        cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
         cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.shm_dir = shm_dir;
         strata_transport_t tp = job.transport(rank);
@@ -83,6 +84,7 @@ TEST(Team, BadArguments) {
     EXPECT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_ERR_ARG);
     strata_config_defaults(&cfg);
     cfg.host_buffers = 1;   // a team of host ranks runs, and sets up at the first call,
+    cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
     cfg.lazy_calls = 0;     // whatever the defaults users get
     ASSERT_EQ(strata_team_create(0, 1, 0, &tp, &cfg, &team), STRATA_OK);
     int v = 1;
