@@ -240,7 +240,7 @@ const char *builtin_host_rules_text() {
     // strata hands the call back; above it strata was within noise or faster.
     return "allreduce       0-8K     *  *  host  base\n"
            "reduce_scatter  0-32K    *  *  host  base\n"
-           "reduce          0-64K    *  *  host  base\n"
+           "reduce          0-1M     *  *  host  base\n"
            "reduce          *        *  1  host  base\n"  // one rank per node: tuned's pipeline, no hierarchy to gain
            "allgather       0-256K   *  *  host  base\n"
            "bcast           0-256K   *  *  host  base\n"
