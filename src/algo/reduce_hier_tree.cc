@@ -60,36 +60,13 @@ static Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
     char *tmp = agent ? c.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
     if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
 
-    // Alone on its node, the agent has no slots to go through: its own input is
-    // sendbuf, children's sums fold into recvbuf on the root (scratch elsewhere), and
-    // a leaf sends straight from sendbuf. The messages and tags are those below, so
-    // nodes of several ranks on the same rail cannot tell.
-    if (L == 1) {  // alone here; nodes elsewhere may have more (then sg is the team's)
-        const size_t depth = std::min<uint64_t>(sg.n, Team::kStages);  // stage_free: g - kStages is done
-        char *part = !is_root && !children.empty() ? c.scratch2(depth * sg.bytes) : nullptr;
-        if (!is_root && !children.empty() && part == nullptr) return fail(STRATA_ERR_NOMEM, "reduce scratch");
-        for (uint64_t k = 0; k < sg.n; ++k) {
-            const uint64_t g = sg.first + k;
-            const size_t off = sg.offset(k), cnt = sg.length(k);
-            const StepId free = c.stage_free(g);  // segment g - 2 is done with its stage
-            const char *sum = sbuf + off * es;
-            char *dst = is_root ? rbuf + off * es : part + (g % depth) * sg.bytes;
-            StepId last = free;
-            const int tag = c.tag(k);
-            char *stage_tmp = tmp + (g % Team::kStages) * nch * sg.bytes;
-            for (size_t ch = 0; ch < children.size(); ++ch) {
-                char *t = stage_tmp + ch * sg.bytes;
-                const StepId r = s.recv(t, cnt * es, member(children[ch]), tag, {free});
-                last = s.reduce(dom, dst, {sum, t}, cnt, a.dtype, a.op, {last, r});
-                sum = dst;
-            }
-            if (parent >= 0) last = s.send(sum, cnt * es, member(parent), tag, {last});
-            if (is_root && sum != dst) last = s.copy(dom, dst, sum, cnt * es, {last});
-            s.signal(team.flag(j, kFlagDone), g + 1, {last});
-        }
-        return STRATA_OK;
-    }
-
+    // Alone on its node (L == 1) the agent has no slots to go through: its own input
+    // is sendbuf, children's sums fold into recvbuf on the root (scratch elsewhere),
+    // and a leaf sends straight from sendbuf. The messages and tags are the same
+    // either way, so nodes of several ranks on the same rail cannot tell.
+    const size_t depth = std::min<uint64_t>(sg.n, Team::kStages);  // stage_free: g - kStages is done
+    char *part = L == 1 && !is_root && !children.empty() ? c.scratch2(depth * sg.bytes) : nullptr;
+    if (L == 1 && !is_root && !children.empty() && part == nullptr) return fail(STRATA_ERR_NOMEM, "reduce scratch");
     // Through the slots: a rank that only publishes returns before the agent reads.
     NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, false);
     for (uint64_t k = 0; k < sg.n; ++k) {
@@ -101,19 +78,23 @@ static Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
             s.signal(team.flag(j, kFlagDone), g + 1, {inputs.publish(g, off, cnt, free)});
             continue;
         }
-        char *res = team.slot(j, g, 1);
-        StepId last = inputs.reduce(res, g, off, off, cnt, a.op, {inputs.ready(g, off, cnt, free)});
+        // The node's sum so far, and where the children's sums fold in.
+        char *const out = is_root ? rbuf + off * es : nullptr;
+        char *dst = L > 1 ? team.slot(j, g, 1) : is_root ? out : part + (g % depth) * sg.bytes;
+        const char *sum = L > 1 ? dst : sbuf + off * es;
+        StepId last = L > 1 ? inputs.reduce(dst, g, off, off, cnt, a.op, {inputs.ready(g, off, cnt, free)}) : free;
 
         // Fold in each child's partial sum (one tag per segment: the pair is unique).
         const int tag = c.tag(k);
         char *stage_tmp = tmp + (g % Team::kStages) * nch * sg.bytes;
-        for (size_t c = 0; c < children.size(); ++c) {
-            char *t = stage_tmp + c * sg.bytes;
-            const StepId r = s.recv(t, cnt * es, member(children[c]), tag, {free});
-            last = s.reduce(dom, res, {res, t}, cnt, a.dtype, a.op, {last, r});
+        for (size_t ch = 0; ch < children.size(); ++ch) {
+            char *t = stage_tmp + ch * sg.bytes;
+            const StepId r = s.recv(t, cnt * es, member(children[ch]), tag, {free});
+            last = s.reduce(dom, dst, {sum, t}, cnt, a.dtype, a.op, {last, r});
+            sum = dst;
         }
-        if (parent >= 0) last = s.send(res, cnt * es, member(parent), tag, {last});
-        if (is_root) last = s.copy(dom, rbuf + off * es, res, cnt * es, {last});
+        if (parent >= 0) last = s.send(sum, cnt * es, member(parent), tag, {last});
+        if (is_root && sum != out) last = s.copy(dom, out, sum, cnt * es, {last});
         s.signal(team.flag(j, kFlagDone), g + 1, {last});
     }
     return STRATA_OK;

@@ -242,6 +242,7 @@ const char *builtin_host_rules_text() {
            "reduce_scatter  0-32K    *  *  host  base\n"
            "reduce          0-1M     *  *  host  base\n"
            "reduce          *        *  1  host  base\n"  // one rank per node: tuned's pipeline, no hierarchy to gain
+           "reduce          *        1  *  host  base\n"  // one node: tuned's single copy against strata's three passes
            "allgather       0-256K   *  *  host  base\n"
            "bcast           0-256K   *  *  host  base\n"
            "alltoall        1-256K   *  *  host  base\n";
