@@ -268,8 +268,9 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return STRATA_FALLBACK;
-    // The algorithm: a setting, else the rules file, else the table's rule. A rule may
-    // hand the call back: decided first, so that handing back costs little.
+    // The algorithm: a setting, else the rules file, else the built-in host rules, else
+    // the table's rule. A rule may hand the call back: decided first, so that handing
+    // back costs little.
     int alg = team.config().algorithm[coll];
     const Rule *rule = nullptr;
     if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule);
