@@ -97,10 +97,13 @@ static void *progress_thread_main(void *arg)
 {
     (void) arg;
     while (__atomic_load_n(&progress_thread_on, __ATOMIC_ACQUIRE)) {
-        /* The whole loop: the PML moves strata's requests (the core's tests only look),
-         * and strata_progress_cb then moves the calls on. */
-        (void) opal_progress();
+        /* Only while strata has calls queued: then the whole loop, where the PML moves
+         * strata's requests (the core's tests only look) and strata_progress_cb moves
+         * the calls on. Never otherwise: MPI_Finalize tears the PML down before the
+         * component closes and stops this thread (a correct program has no call
+         * queued by then). */
         if (strata_progress_pending()) {
+            (void) opal_progress();
             sched_yield();
         } else {
             struct timespec nap = { 0, 200 * 1000 };
