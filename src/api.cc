@@ -731,10 +731,7 @@ strata_status_t strata_request_start(strata_request_t *req) {
 
 int strata_request_test(strata_request_t *req, strata_status_t *status) {
     if (req == nullptr) return 1;
-    if (!req->done) {
-        bool idle = false;
-        Team::progress_all(&idle);
-    }
+    if (!req->done) req->team->progress_others();  // a transport's test() may only look
     if (req->done && status) *status = req->status;
     return req->done ? 1 : 0;
 }

@@ -280,8 +280,8 @@ strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strat
                                   strata_request_t **req);
 /* A persistent call's next start (the previous one completed). */
 strata_status_t strata_request_start(strata_request_t *req);
-/* Progresses every queued call of this thread; 1 when req has completed (*status: its
- * outcome), else 0. */
+/* Progresses once (the team's transport progress, which runs strata_progress; without
+ * one, every queued call), then 1 when req has completed (*status: its outcome), else 0. */
 int strata_request_test(strata_request_t *req, strata_status_t *status);
 /* Releases a request that is not running (completed, or a persistent one between
  * starts); STRATA_ERR_ARG while it runs. */

@@ -150,6 +150,10 @@ public:
                       const std::string &why);
     const std::string &last_error() const { return last_error_; }
     const std::string &first_failure() const { return failure_; }
+    // One round of waiting: the transport's progress (which moves the requests that
+    // test() only looks at, and runs strata_progress), or without one every queued
+    // call of the process, then a yield.
+    void progress_others();
     // RunWatch: peers' failures and the deadline, while a schedule of this team waits.
     Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) override;
 
@@ -247,7 +251,6 @@ private:
     int progress_queue(bool *idle);
     void complete(Call &call, Status st);
     void forget_queue();
-    void progress_others();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     const char *last_algorithm_ = nullptr;
 public:

@@ -80,13 +80,13 @@ private:
 
 // The built-in rules of a host-memory team (a team of ranks without GPUs, run with
 // coll_strata_host_buffers): the calls that the component strata replaced (Open
-// MPI's tuned) served faster than strata in every layout measured (README
+// MPI's tuned) served faster than strata in at least one layout measured (README
 // "Measured"), handed back to it. They apply after the rules file and the
 // coll_strata_*_algorithm settings, and only with coll_strata_host_handback (on by
 // default). Device teams have none: there the replaced component stages GPU memory
 // through the host, and strata's GPU algorithms are the point.
 const Rules &builtin_host_rules();
-// Their text, in the rules file format (strata-info prints it).
+// Their text, in the rules file format (docs/rules.md shows it).
 const char *builtin_host_rules_text();
 
 // Reads and parses the rules file at path. STRATA_OK: *out holds its rules (none
