@@ -1,6 +1,8 @@
 // btl/node_channel.cc - the channel among the ranks of one node (see node_channel.h).
 #include "btl/node_channel.h"
 
+#include "btl/exchange.h"
+
 #include <sched.h>
 #include <time.h>
 
@@ -10,42 +12,6 @@ namespace strata {
 
 namespace {
 constexpr size_t kNameBytes = 64;
-
-// Blocking exchange of small setup messages: starts every transfer, then tests them
-// all until done. sends/recvs: (buffer, bytes, peer).
-struct Msg {
-    void *buf;
-    size_t bytes;
-    int peer;
-};
-Status exchange(P2PChannel &ch, int tag, const std::vector<Msg> &sends, const std::vector<Msg> &recvs) {
-    std::vector<void *> reqs;
-    for (const Msg &m : recvs) {
-        reqs.push_back(nullptr);
-        STRATA_CHECK(ch.irecv(m.buf, m.bytes, m.peer, tag, &reqs.back()));
-    }
-    for (const Msg &m : sends) {
-        reqs.push_back(nullptr);
-        STRATA_CHECK(ch.isend(m.buf, m.bytes, m.peer, tag, &reqs.back()));
-    }
-    size_t left = reqs.size();
-    while (left > 0) {
-        for (void *&r : reqs) {
-            if (r == nullptr) continue;
-            bool done = false;
-            STRATA_CHECK(ch.test(r, &done));
-            if (done) {
-                r = nullptr;
-                --left;
-            }
-        }
-        if (left > 0) {
-            ch.progress();  // test() only looks
-            sched_yield();
-        }
-    }
-    return STRATA_OK;
-}
 
 // What a rank posts in its mailbox in call n: in half n % 2, so that a rank one call
 // ahead never overwrites what a slower peer still reads. (No rank gets two ahead:
@@ -63,7 +29,8 @@ static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small"
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
 }  // namespace
 
-Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region) {
+Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
+                         std::string *why) {
     const int local_size = l.my_local_size(), node = l.my_node();
     if (local_size == 1) return shm_.make_private(region);
     char name[kNameBytes] = {0};
@@ -73,16 +40,16 @@ Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char 
         if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
         std::vector<Msg> sends;
         for (int i = 1; i < local_size; ++i) sends.push_back({name, sizeof name, l.rank_at(node, i)});
-        STRATA_CHECK(exchange(wire, tag, sends, {}));
+        STRATA_CHECK(exchange(wire, tag, sends, {}, w, why));
         return status;
     }
-    STRATA_CHECK(exchange(wire, tag, {}, {{name, sizeof name, l.rank_at(node, 0)}}));
+    STRATA_CHECK(exchange(wire, tag, {}, {{name, sizeof name, l.rank_at(node, 0)}}, w, why));
     if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
     return shm_.attach(dir, name, local_size, region);
 }
 
 Status NodeChannel::open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,
-                                std::string *why) {
+                                const Waiter &w, std::string *why) {
     struct Offer {
         int ok;
         IpcHandle handle;
@@ -104,7 +71,7 @@ Status NodeChannel::open_device(const Layout &l, P2PChannel &wire, int tag, MemD
         sends.push_back({&mine, sizeof mine, l.rank_at(node, i)});
         recvs.push_back({&theirs[size_t(i)], sizeof(Offer), l.rank_at(node, i)});
     }
-    STRATA_CHECK(exchange(wire, tag, sends, recvs));
+    STRATA_CHECK(exchange(wire, tag, sends, recvs, w, why));
     if (!mine.ok) return STRATA_ERR_DEVICE;
     for (int i = 0; i < local_size; ++i) {
         if (i == me) continue;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "btl/device_regions.h"
+#include "btl/exchange.h"
 #include "btl/ipc_cache.h"
 #include "btl/p2p.h"
 #include "btl/shm.h"
@@ -32,7 +33,9 @@ public:
     // The host segment: the node leader creates it in dir (nullptr: POSIX shm) and
     // sends its name to each local peer, which maps it; a rank alone on its node makes
     // private memory. region: bytes of stage slots per local rank.
-    Status open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region);
+    // Waits as w says; *why: what a failed wait waited for.
+    Status open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
+                std::string *why);
     // Removes the segment's name once every local peer has mapped it (or given up).
     void unlink() { shm_.unlink(); }
     const std::string &error() const { return shm_.error(); }
@@ -40,7 +43,7 @@ public:
     // Stage slots in GPU memory: this rank's region in dom's memory (dom nullptr: this
     // rank has none and says so), exported to and mapped from every local peer.
     Status open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,
-                       std::string *why);
+                       const Waiter &w, std::string *why);
     // Teardown of the GPU regions: unmaps the peers' regions and the cached buffers,
     // says so (kFlagClosed = tries), and frees this rank's region once every local peer
     // has said so, waiting at most wait_seconds. False when a peer had not: the region

@@ -81,13 +81,16 @@ typedef enum strata_coll {
     STRATA_COLL_COUNT
 } strata_coll_t;
 
-/* Point-to-point and agreement callbacks, provided by the glue.
+/* Point-to-point callbacks, provided by the glue.
  * Tags are small non-negative integers (< STRATA_TAG_SPACE); the glue maps them
  * into a range of collective tags that no application can use.
  * isend/irecv start a transfer and return an opaque request; test completes and
  * releases it when *done becomes 1. test only looks: it need not progress the stack
- * (the core calls progress below whenever a pass over its steps moved nothing). agree and allgather_int are blocking
- * collectives over the whole communicator, run by the module strata replaced. */
+ * (the core calls progress below whenever a pass over its steps moved nothing).
+ * The core's agreements (setup, coll_strata_check_args) are its own messages over
+ * these, waited for in its own loop under coll_strata_timeout: never a blocking
+ * collective of the stack, which may be unable to wait where strata is set up (Open
+ * MPI's progress loop, with threads enabled). */
 #define STRATA_TAG_SPACE (1 << 22)
 #define STRATA_ANY_SOURCE (-1)  /* irecv from any rank (the team's failure notices only) */
 typedef struct strata_transport {
@@ -97,12 +100,11 @@ typedef struct strata_transport {
     int (*test)(void *ctx, void *req, int *done);
     /* Gives up a request that has not completed: a receive (is_recv) is cancelled and
      * must not write its buffer afterwards, a send is left to finish on its own.
-     * Releases req. May be NULL (requests of an abandoned call are then left alone).
+     * Releases req. May be NULL (requests of an abandoned call are then left alone;
+     * an agreement given up at its deadline then leaves a receive posted).
      * test() returning an error has released its request already. A receive whose
      * message is larger than posted fails test() with STRATA_ERR_TRUNCATE. */
     void (*cancel)(void *ctx, void *req, int is_recv);
-    int (*agree_min)(void *ctx, int *values, int n);       /* values[i] = min over ranks, i < n */
-    int (*allgather_int)(void *ctx, int value, int *all);  /* all[size] */
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
     /* Progresses the stack's outstanding work (Open MPI: opal_progress, which also
      * runs strata_progress), called while a call waits: strata's own requests, and

@@ -18,7 +18,8 @@ constexpr int kReleaseWaitSeconds = 2;
 
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg),
-      node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp) {}
+      node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp),
+      agree_(wire_, rank, size, control_tag(kAgreeSub)) {}
 
 Team::~Team() {
     // Requests keep their communicator alive until they completed: nothing is queued.
@@ -82,8 +83,9 @@ Status Team::ensure_setup() {
     // which could still get one (a driver with GPUs).
     std::vector<int> keys(size_);
     const int bits = (device_driver_present() ? 2 : 0) | (device_context_current() ? 1 : 0);
-    if (tp_.allgather_int(tp_.ctx, node_key_ * 4 + bits, keys.data()) != 0)
-        return fail(STRATA_ERR_COMM, "team setup: allgather of node keys");
+    std::string why;
+    const Status gathered = agree_.allgather(node_key_ * 4 + bits, keys.data(), waiter(), "node keys and GPUs", &why);
+    if (gathered != STRATA_OK) return setup_failed(gathered, why);
     int gpu_ranks = 0, driver_ranks = 0;
     for (int &k : keys) {
         gpu_ranks += k & 1;
@@ -112,7 +114,12 @@ Status Team::ensure_setup() {
     // Every rank takes part in the agreement, whatever happened locally, so that
     // no rank runs strata while another falls back. The agreed value is the lowest
     // rank that hit a failure itself (INT_MAX: none), and that rank alone says why.
-    const Status local = setup_shm();
+    std::string shm_why;
+    const Status local = setup_shm(&shm_why);
+    if (local == STRATA_ERR_TIMEOUT) {  // this rank's wait for its node leader: no agreement can follow
+        node_.unlink();
+        return setup_failed(local, shm_why);
+    }
     // As if call 0 had ended here: a call's first stages wait for the end of the one
     // before it (Call::stage_free), call 1 included.
     if (local == STRATA_OK) raise_flags(kCallSpan - 1);
@@ -126,12 +133,13 @@ Status Team::ensure_setup() {
         agreed[2 + i] = int((same_value_ >> (31 * i)) & 0x7fffffff);
         agreed[5 + i] = INT_MAX - agreed[2 + i];
     }
-    if (tp_.agree_min(tp_.ctx, agreed, 8) != 0) return fail(STRATA_ERR_COMM, "team setup: agreement");
+    const Status agreed_st = agree_.min(agreed, 8, waiter(), "shared memory and settings", &why);
+    node_.unlink();  // every local peer has attached or given up by now
+    if (agreed_st != STRATA_OK) return setup_failed(agreed_st, why);
     first_failed = agreed[0];
     first_not_ok_ = agreed[1];
     same_everywhere_ = first_not_ok_ == INT_MAX;
     for (int i = 0; i < 3; ++i) same_everywhere_ = same_everywhere_ && agreed[2 + i] == INT_MAX - agreed[5 + i];
-    node_.unlink();  // every local peer has attached or given up by now
     if (first_failed != INT_MAX) {
         setup_ = Setup::Failed;
         if (first_failed == rank_ || first_failed == size_ + rank_)
@@ -160,8 +168,16 @@ Status Team::agree_device(bool gpu_everywhere) {
     if (!gpu_everywhere || cfg_.device_path != STRATA_DEVICE_PATH_GPU) return STRATA_OK;
     std::string why;
     const Status local = setup_device(&why);
+    if (local == STRATA_ERR_TIMEOUT) {  // waiting for a node peer's GPU region: no agreement can follow
+        release_device();
+        return setup_failed(local, why);
+    }
     int first_failed = local == STRATA_OK ? INT_MAX : rank_;
-    if (tp_.agree_min(tp_.ctx, &first_failed, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: device agreement");
+    std::string agree_why;
+    if (const Status st = agree_.min(&first_failed, 1, waiter(), "GPU path", &agree_why); st != STRATA_OK) {
+        release_device();
+        return setup_failed(st, agree_why);
+    }
     if (first_failed != INT_MAX) {
         release_device();
         recheck_gpus_ = false;  // it would fail again
@@ -174,7 +190,10 @@ Status Team::agree_device(bool gpu_everywhere) {
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
     int cache_on = node_.ipc().enabled() ? 1 : 0;
-    if (tp_.agree_min(tp_.ctx, &cache_on, 1) != 0) return fail(STRATA_ERR_COMM, "team setup: IPC cache agreement");
+    if (const Status st = agree_.min(&cache_on, 1, waiter(), "IPC cache", &why); st != STRATA_OK) {
+        release_device();
+        return setup_failed(st, why);
+    }
     if (!cache_on && node_.ipc().enabled()) {
         log(1, "coll_strata_ipc_cache_size is 0 on another rank: node peers' buffers are copied, not mapped");
         node_.ipc().set_capacity(0);
@@ -202,14 +221,29 @@ Status Team::setup_device(std::string *why) {
         dom = nullptr;
     }
     const size_t region = size_t(kStages) * 2 * segment_bytes();
-    STRATA_CHECK(node_.open_device(layout_, wire_, control_tag(kSetupTagSub - 1), dom, region, why));
+    STRATA_CHECK(node_.open_device(layout_, wire_, control_tag(kSetupTagSub - 1), dom, region, waiter(), why));
     dom_ = dom;
     return STRATA_OK;
 }
 
-Status Team::setup_shm() {
+Status Team::setup_shm(std::string *why) {
     const size_t region = size_t(kStages) * 2 * segment_bytes();
-    return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, region);
+    return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, region, waiter(), why);
+}
+
+// A setup wait failed (the deadline, a peer that gave up, the transport). On a team
+// that serves already (asked again about GPUs) it is this call's failure: the team
+// takes no more calls and its peers hear of it, as of any failed call. Before the
+// team served anything, its calls go to the previous component from now on; a peer
+// still waiting for this rank gives up at its own deadline. The line says what was
+// waited for.
+Status Team::setup_failed(Status st, const std::string &why) {
+    if (setup_ == Setup::Ready) return fail_call(st, "team setup: " + why);
+    setup_ = Setup::Failed;
+    last_error_ = "team setup: " + why;
+    log(0, "rank %d: %s; this communicator falls back to the previous collective component", rank_,
+        last_error_.c_str());
+    return st;
 }
 
 

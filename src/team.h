@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "btl/exchange.h"
 #include "btl/node_channel.h"
 #include "btl/p2p.h"
 #include "common.h"
@@ -83,6 +84,9 @@ public:
     static constexpr int kTagSubs = 4096;
     static constexpr uint64_t kTagCalls = STRATA_TAG_SPACE / kTagSubs - 1;
     static int control_tag(int sub) { return int((kTagCalls << 12) | uint64_t(sub)); }
+    // Sub-tags of the control slot: failure notices 0 (team_calls.cc), agreements
+    // 1 .. Agreements::kTags, GPU regions 4094 and the shared segment's name 4095 (team.cc).
+    static constexpr int kAgreeSub = 1;
 
     // ---- one call (src/team_calls.cc)
     // Every call that runs a schedule has a number, the same on every rank: calls are
@@ -195,7 +199,11 @@ public:
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
 private:
-    Status setup_shm();
+    Status setup_shm(std::string *why);
+    Status setup_failed(Status st, const std::string &why);
+    // How this team's blocking exchanges wait: progressing the stack and other
+    // teams' queued calls, under coll_strata_timeout.
+    Waiter waiter() { return Waiter{[this] { progress_others(); }, cfg_.timeout}; }
     void raise_flags(uint64_t value);
     Status setup_device(std::string *why);
     void release_device();
@@ -217,6 +225,7 @@ private:
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
     TransportChannel wire_;
+    Agreements agree_;  // over wire_: setup, the GPU question, coll_strata_check_args
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;

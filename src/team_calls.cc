@@ -437,7 +437,14 @@ Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig
     // min of x and of ~x give min and max: all equal exactly where they agree.
     const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
     int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
-    if (tp_.agree_min(tp_.ctx, v, 7) != 0) return fail(STRATA_ERR_COMM, "coll_strata_check_args agreement");
+    std::string waited;
+    // A failed agreement leaves the team as it was: numbered messages keep the next
+    // one from reading this one's (btl/exchange.h).
+    if (const Status st = agree_.min(v, 7, waiter(), "coll_strata_check_args", &waited); st != STRATA_OK) {
+        last_error_ = std::string(strata_coll_name(coll)) + ": " + waited;
+        log(1, "%s", last_error_.c_str());
+        return st;
+    }
     char b[160];
     if (local != STRATA_OK) {
         snprintf(b, sizeof b, "%s: %s", strata_coll_name(coll), why.c_str());

@@ -148,23 +148,6 @@ static void mca_coll_strata_cancel(void *ctx, void *req, int is_recv)
     }
 }
 
-/* Agreement and allgather run by the module strata replaced (never by strata). */
-static int mca_coll_strata_agree_min(void *ctx, int *values, int n)
-{
-    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
-    int rc = m->prev.allreduce(MPI_IN_PLACE, values, n, MPI_INT, MPI_MIN, m->comm,
-                               m->prev.allreduce_module);
-    return OMPI_SUCCESS == rc ? STRATA_OK : STRATA_ERR_COMM;
-}
-
-static int mca_coll_strata_allgather_int(void *ctx, int value, int *all)
-{
-    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
-    int rc = m->prev.allgather(&value, 1, MPI_INT, all, 1, MPI_INT, m->comm,
-                               m->prev.allgather_module);
-    return OMPI_SUCCESS == rc ? STRATA_OK : STRATA_ERR_COMM;
-}
-
 /* Open MPI's progress loop: the PML, libnbc's nonblocking collectives, and strata's
  * own queued calls (strata_progress, registered in coll_strata_nonblocking.c). */
 static void mca_coll_strata_progress(void *ctx)
@@ -180,8 +163,6 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->irecv = mca_coll_strata_irecv;
     t->test = mca_coll_strata_test;
     t->cancel = mca_coll_strata_cancel;
-    t->agree_min = mca_coll_strata_agree_min;
-    t->allgather_int = mca_coll_strata_allgather_int;
     t->progress = mca_coll_strata_progress;
     /* Whether the PML takes GPU memory: the Open MPI build and its settings decide,
      * the same on every rank of a job (coll_strata_compat.h; Debian's is not). */

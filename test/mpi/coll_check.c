@@ -679,7 +679,7 @@ static int in_list(const char *list, const char *name)
 static void usage(void)
 {
     printf("usage: coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-M MODES] [-K N] [-R N] [-Z]\n"
-           "                  [-s SEED] [-d KIND] [-L N] [-v[v]] [-l]\n"
+           "                  [-s SEED] [-d KIND] [-L N] [-T LEVEL] [-v[v]] [-l]\n"
            "  -c  comma list of collectives (default: all)\n"
            "  -n  largest element count (default 4096); counts are 0, 1, primes below it, and it\n"
            "  -t  comma list of types (default: all for reductions, a representative set for data movement)\n"
@@ -700,6 +700,7 @@ static void usage(void)
            "      exits 77 when a GPU is needed and there is none\n"
            "  -L  with a GPU kind: also N calls on freshly allocated device buffers; fails if\n"
            "      device memory in use grows\n"
+           "  -T  thread level of MPI_Init_thread: single (default), funneled, serialized, multiple\n"
            "  -l  list collectives, types, ops and modes\n"
            "  exit status: 0 all matched, 1 a mismatch, 2 usage\n");
 }
@@ -793,8 +794,16 @@ static void print_hosts(int world_rank, int world_size)
 int main(int argc, char **argv)
 {
     const char *csel = NULL, *tsel = NULL, *osel = NULL, *msel = "world", *Msel = "blocking";
-    int list = 0, world_rank, world_size, err = 0;
-    MPI_Init(&argc, &argv);
+    int list = 0, world_rank, world_size, err = 0, level = MPI_THREAD_SINGLE, provided;
+    /* -T before MPI_Init_thread: the thread level every test runs at */
+    for (int a = 1; a + 1 < argc; a++) {
+        if (strcmp(argv[a], "-T")) continue;
+        const char *v = argv[a + 1];
+        level = !strcmp(v, "single") ? MPI_THREAD_SINGLE : !strcmp(v, "funneled") ? MPI_THREAD_FUNNELED
+              : !strcmp(v, "serialized") ? MPI_THREAD_SERIALIZED : !strcmp(v, "multiple") ? MPI_THREAD_MULTIPLE : -1;
+        if (level < 0) { err = 1; level = MPI_THREAD_SINGLE; }
+    }
+    MPI_Init_thread(&argc, &argv, level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     for (int a = 1; a < argc; a++) {
@@ -816,6 +825,7 @@ int main(int argc, char **argv)
             a++;
         }
         else if (!strcmp(s, "-L") && v) { leak_calls = atol(v); a++; }
+        else if (!strcmp(s, "-T") && v) a++;   /* read before MPI_Init_thread */
         else if (!strcmp(s, "-v")) verbose++;
         else if (!strcmp(s, "-vv")) verbose += 2;
         else if (!strcmp(s, "-l")) list = 1;

@@ -109,7 +109,9 @@ TEST(Call, DeadlineNamesTheRankWaitedFor) {
 }
 
 // Across nodes: whoever waits longest times out (naming the rank it waits for, which
-// may be a node peer itself waiting for the late one); nobody returns OK.
+// may be a node peer itself waiting for the late one); nobody returns OK. With a CUDA
+// driver loadable (and no context) the late rank's call also asks again about GPUs,
+// an agreement under the same deadline: the wait is then named there.
 TEST(Call, DeadlineEndsTheCallOnEveryNode) {
     const Ranks r = on_teams(
         kTwoNodes,
@@ -125,7 +127,9 @@ TEST(Call, DeadlineEndsTheCallOnEveryNode) {
         EXPECT_NE(r.st[k], STRATA_OK) << "rank " << k << ": " << r.err[k];
         if (r.st[k] == STRATA_ERR_TIMEOUT) {
             ++timed_out;
-            EXPECT_NE(r.err[k].find("waiting in step"), std::string::npos) << r.err[k];
+            EXPECT_TRUE(r.err[k].find("waiting in step") != std::string::npos ||
+                        r.err[k].find("waiting for rank") != std::string::npos)
+                << r.err[k];
         }
     }
     EXPECT_GE(timed_out, 1);

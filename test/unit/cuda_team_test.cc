@@ -16,30 +16,29 @@
 #include "harness.h"
 #include "mem/classify.h"
 #include "strata.h"
+#include "team.h"
 #include "topo/cuda_api.h"
 
 namespace {
 
 using strata_test::ThreadJob;
 
-// A transport that counts each rank's allgather_int calls (how a team asks).
+// A transport that counts each rank's allgathers (how a team asks): the messages of
+// their first round.
 struct Counting {
     strata_transport_t inner;
     std::atomic<int> allgathers{0};
     static Counting &of(void *ctx) { return *static_cast<Counting *>(ctx); }
     static int isend(void *c, const void *b, size_t n, int p, int t, void **r) {
+        if (t == strata::Team::control_tag(strata::Team::kAgreeSub + strata::Agreements::kGatherTags))
+            ++of(c).allgathers;
         return of(c).inner.isend(of(c).inner.ctx, b, n, p, t, r);
     }
     static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
         return of(c).inner.irecv(of(c).inner.ctx, b, n, p, t, r);
     }
     static int test(void *c, void *r, int *d) { return of(c).inner.test(of(c).inner.ctx, r, d); }
-    static int agree_min(void *c, int *v, int n) { return of(c).inner.agree_min(of(c).inner.ctx, v, n); }
     static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
-    static int allgather_int(void *c, int v, int *all) {
-        ++of(c).allgathers;
-        return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
-    }
     strata_transport_t transport() { return strata_test::forwarding_transport(this, inner); }
 };
 

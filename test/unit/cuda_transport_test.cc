@@ -106,11 +106,7 @@ struct Wrapper {
         delete r;
         return 0;
     }
-    static int agree_min(void *c, int *v, int n) { return of(c).inner.agree_min(of(c).inner.ctx, v, n); }
     static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
-    static int allgather_int(void *c, int v, int *all) {
-        return of(c).inner.allgather_int(of(c).inner.ctx, v, all);
-    }
     strata_transport_t transport() {
         strata_transport_t t = strata_test::forwarding_transport(this, inner);
         t.device_capable = cuda_aware ? 1 : 0;

@@ -1,8 +1,7 @@
 // test/unit/harness.h - ranks as threads in one process.
 //
 // A ThreadJob gives each thread-rank a strata_transport_t backed by an
-// in-process mailbox (eager sends, FIFO matching per source and tag) and
-// barrier-based agree/allgather, so the core's teams, schedules and shared-memory
+// in-process mailbox (eager sends, FIFO matching per source and tag), so the core's teams, schedules and shared-memory
 // channel run exactly as under MPI, without MPI.
 #ifndef STRATA_TEST_HARNESS_H
 #define STRATA_TEST_HARNESS_H
@@ -25,7 +24,7 @@ namespace strata_test {
 
 class ThreadJob {
 public:
-    explicit ThreadJob(int size) : size_(size), boxes_(size), values_(size), ctx_(size) {
+    explicit ThreadJob(int size) : size_(size), boxes_(size), ctx_(size) {
         for (int r = 0; r < size; ++r) ctx_[r] = {this, r};
     }
 
@@ -38,8 +37,6 @@ public:
         t.irecv = &irecv;
         t.test = &test;
         t.cancel = &cancel;
-        t.agree_min = &agree_min;
-        t.allgather_int = &allgather_int;
         return t;
     }
 
@@ -113,60 +110,16 @@ private:
         if (*done) delete req;
         return 0;
     }
-    // Everyone deposits a value, then everyone reads all of them.
-    void exchange(int rank, int value, int *all) {
-        std::unique_lock<std::mutex> g(coll_mu_);
-        const uint64_t gen = gen_;
-        values_[rank] = value;
-        if (++arrived_ == size_) {
-            snapshot_ = values_;
-            arrived_ = 0;
-            ++gen_;
-            cv_.notify_all();
-        } else {
-            cv_.wait(g, [&] { return gen_ != gen; });
-        }
-        std::copy(snapshot_.begin(), snapshot_.end(), all);
-        // Nobody may overwrite snapshot_ before everyone copied it.
-        if (++left_ == size_) {
-            left_ = 0;
-            ++gen2_;
-            cv_.notify_all();
-        } else {
-            const uint64_t g2 = gen2_;
-            cv_.wait(g, [&] { return gen2_ != g2; });
-        }
-    }
     // Sends are eager here; a receive given up is simply forgotten.
     static void cancel(void *, void *req, int) { delete static_cast<Req *>(req); }
-    static int agree_min(void *ctx, int *values, int n) {
-        Ctx *c = static_cast<Ctx *>(ctx);
-        std::vector<int> all(c->job->size_);
-        for (int i = 0; i < n; ++i) {
-            c->job->exchange(c->rank, values[i], all.data());
-            for (int v : all) values[i] = v < values[i] ? v : values[i];
-        }
-        return 0;
-    }
-    static int allgather_int(void *ctx, int value, int *all) {
-        Ctx *c = static_cast<Ctx *>(ctx);
-        c->job->exchange(c->rank, value, all);
-        return 0;
-    }
-
     int size_;
     std::mutex mu_;
     std::vector<std::deque<Msg>> boxes_;
-    std::mutex coll_mu_;
-    std::condition_variable cv_;
-    std::vector<int> values_, snapshot_;
-    int arrived_ = 0, left_ = 0;
-    uint64_t gen_ = 0, gen2_ = 0;
     std::vector<Ctx> ctx_;
 };
 
-// A transport whose calls go to W's static isend, irecv, test, agree_min and
-// allgather_int with w as their ctx (a test's wrapper around a rank's transport, which
+// A transport whose calls go to W's static isend, irecv, test and cancel with w as
+// their ctx (a test's wrapper around a rank's transport, which
 // it keeps and forwards to); everything else is base's.
 template <class W>
 strata_transport_t forwarding_transport(W *w, strata_transport_t base) {
@@ -175,8 +128,6 @@ strata_transport_t forwarding_transport(W *w, strata_transport_t base) {
     base.irecv = &W::irecv;
     base.test = &W::test;
     base.cancel = &W::cancel;
-    base.agree_min = &W::agree_min;
-    base.allgather_int = &W::allgather_int;
     return base;
 }
 
