@@ -109,7 +109,13 @@ public:
         return true;
     }
 
+    // The driver cannot run this build's kernels (said once, by cuda_domain): the
+    // domain still copies, which is all staging device buffers needs; prepare and
+    // every reduction fail, so no team runs its schedules in this GPU's memory.
+    void refuse_kernels() { load_failed_ = true; }
+
     Status prepare() override {
+        if (load_failed_) return STRATA_ERR_DEVICE;
         Scope scope(*this);
         STRATA_CHECK(scope.status());
         for (int k = 0; k < kern::kNumKernels; ++k) {
@@ -546,15 +552,14 @@ MemDomain *cuda_domain(int device, std::string *why) {
     if (domains[device] == nullptr && failed[device].empty()) {
         int version = 0;
         if (d->DriverGetVersion(&version) != topo::cu::SUCCESS) version = 0;
-        failed[device] = cuda_driver_mismatch(version);
-        if (!failed[device].empty()) {
+        const std::string mismatch = cuda_driver_mismatch(version);
+        if (!mismatch.empty()) {
             static std::atomic<bool> said{false};
-            if (!said.exchange(true)) log(0, "%s", failed[device].c_str());
-            *why = failed[device];
-            return nullptr;
+            if (!said.exchange(true)) log(0, "%s", mismatch.c_str());
         }
         auto *dom = new CudaDomain(*d, device);
         if (dom->init(&failed[device])) {
+            if (!mismatch.empty()) dom->refuse_kernels();
             domains[device] = dom;
         } else {
             delete dom;  // leaks the stream/context retain if init got that far; it failed anyway
