@@ -246,6 +246,16 @@ void start_request(strata_request *r) {
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{}) {
     std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
     const bool blocking = start.mode == CallInfo::Blocking;
+    // After a failed call (every rank that took part returned an error, or hears of it
+    // at its next call) the communicator's calls go to the replaced component: Open MPI
+    // makes a dup or split of it with its own collectives, so recovery works. A rank
+    // that returned success from the failed call itself learns of it only inside its
+    // next call, which then fails (docs: reliability).
+    if (team.broken()) {
+        log(2, "%s: handed back: an earlier call on this communicator failed (%s)", strata_coll_name(coll),
+            team.first_failure().c_str());
+        return STRATA_FALLBACK;
+    }
     if (blocking) {
         team.drain();
         if (team.defer_setup(call_bytes(coll, team, args))) {
@@ -258,7 +268,6 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     } else if (!team.ready()) {
         // Setup agrees among all ranks, which a nonblocking call must not wait for: the
         // communicator's first blocking collective (of those strata serves) sets it up.
-        if (team.broken()) return STRATA_ERR_BROKEN;
         log(2, "%s: %s call on a communicator strata has not set up (its next blocking call does): handed back",
             strata_coll_name(coll), mode_note(start.mode) + 2);
         team.want_setup();
@@ -391,6 +400,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->small_msg_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
+    cfg->opt_out = 0;
     cfg->host_buffers = 0;
     cfg->device_path = STRATA_DEVICE_PATH_GPU;
     cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;

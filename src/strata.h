@@ -145,6 +145,8 @@ typedef struct strata_config {
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
     int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */
     int host_handback;              /* host-memory teams: the built-in host rules hand small calls back (rules.h) */
+    int opt_out;                    /* this rank's communicator says strata=off (info key): setup agrees, and
+                                       every rank hands its calls back when any rank opted out */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */

@@ -79,18 +79,29 @@ Status Team::ensure_setup() {
     if (setup_ == Setup::Ready && !ask_again) return STRATA_OK;
     if (setup_ == Setup::Failed || (setup_ == Setup::Off && !ask_again)) return STRATA_FALLBACK;
 
-    // One allgather tells every rank the node keys, which ranks have a GPU, and
-    // which could still get one (a driver with GPUs).
+    // One allgather tells every rank the node keys, which ranks have a GPU, which
+    // could still get one (a driver with GPUs), and which opted out (the info key
+    // strata=off, read by each rank alone: any one turns strata off everywhere).
     std::vector<int> keys(size_);
-    const int bits = (device_driver_present() ? 2 : 0) | (device_context_current() ? 1 : 0);
+    const int bits = (cfg_.opt_out ? 4 : 0) | (device_driver_present() ? 2 : 0) | (device_context_current() ? 1 : 0);
     std::string why;
-    const Status gathered = agree_.allgather(node_key_ * 4 + bits, keys.data(), waiter(), "node keys and GPUs", &why);
+    const Status gathered = agree_.allgather(node_key_ * 8 + bits, keys.data(), waiter(), "node keys and GPUs", &why);
     if (gathered != STRATA_OK) return setup_failed(gathered, why);
-    int gpu_ranks = 0, driver_ranks = 0;
-    for (int &k : keys) {
+    int gpu_ranks = 0, driver_ranks = 0, opted_out = -1;
+    for (int r = size_ - 1; r >= 0; --r) {
+        int &k = keys[size_t(r)];
         gpu_ranks += k & 1;
         driver_ranks += (k >> 1) & 1;
-        k >>= 2;
+        if (k & 4) opted_out = r;
+        k >>= 3;
+    }
+    if (opted_out >= 0) {
+        setup_ = Setup::Failed;
+        if (rank_ == 0)
+            log(1, "rank %d opted this communicator out (info key strata=off): every rank's calls on it go to "
+                   "the previous collective component",
+                opted_out);
+        return STRATA_FALLBACK;
     }
     recheck_gpus_ = gpu_ranks < size_ && driver_ranks > 0;
     if (!cfg_.host_buffers && gpu_ranks == 0) {

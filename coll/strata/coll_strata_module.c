@@ -157,9 +157,10 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         why = "single-rank communicator";
     } else if (mca_coll_strata_component.priority < 0) {
         why = "negative priority";
-    } else if (comm_opted_out(comm)) {
-        why = "info key strata=off";
     }
+    /* The info key strata=off is read by each rank alone, so it does not decline here
+     * (a rank that declined would run another component while its peers ran strata):
+     * setup agrees on it, and any rank's opting out hands every rank's calls back. */
     if (NULL != why) {
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: declining communicator %s (cid %d): %s",
@@ -287,6 +288,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
     }
     mca_coll_strata_transport_init(m, &m->transport);
     mca_coll_strata_fill_config(&cfg);
+    cfg.opt_out = comm_opted_out(comm);
     st = strata_team_create(ompi_comm_rank(comm), ompi_comm_size(comm), node_key_of(comm),
                             &m->transport, &cfg, &m->team);
     if (STRATA_OK != st) {

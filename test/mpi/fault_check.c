@@ -39,7 +39,11 @@
  *              refused on every rank), and one on a communicator dup'ed before must be
  *              exact
  *   deadline   the last rank sleeps -S seconds (default 10) before an allreduce under
- *              MPI_ERRORS_RETURN; the others must get an error after about -T seconds
+ *              MPI_ERRORS_RETURN; the others must get an error after about -T seconds.
+ *              Then communicators made from the failed one (dup, split, split_type,
+ *              create_group) must be exact and the failed one freed
+ *   optout     the info key strata=off on the last rank's communicator only: every
+ *              collective on it must be exact
  *   kill       every rank runs large allreduces; rank 1 is killed by SIGKILL from a
  *              timer after 1.5 s, inside a call (the job must end; the runner checks)
  *
@@ -953,7 +957,63 @@ static int case_deadline(void)
         bad = say("deadline", rank, rc != MPI_SUCCESS && dt >= g_limit * 0.8 && dt < g_limit + 5,
                   "(waits for rank %d) rc=%s after %.2fs; want an error after about %.0fs", sleeper, errname(rc, eb), dt,
                   g_limit);
-    /* no MPI_Comm_free: after a failed call it may be refused; MPI_Finalize frees it */
+    /* Recovery: communicators made from the failed one (Open MPI makes them with the
+     * parent's own collectives) work and are exact, the failed one can be freed, and
+     * MPI_Finalize is clean (the runner checks the exit). */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm made[4] = {MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+    const char *how[4] = {"dup", "split", "split_type", "create_group"};
+    MPI_Group group;
+    int rcs[4];
+    rcs[0] = MPI_Comm_dup(comm, &made[0]);
+    rcs[1] = MPI_Comm_split(comm, 0, size - rank, &made[1]);
+    rcs[2] = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &made[2]);
+    MPI_Comm_group(comm, &group);
+    rcs[3] = MPI_Comm_create_group(comm, group, 5, &made[3]);
+    MPI_Group_free(&group);
+    for (int k = 0; k < 4; k++) {
+        if (rcs[k] != MPI_SUCCESS || made[k] == MPI_COMM_NULL) {
+            bad |= say("deadline", rank, 0, "MPI_Comm_%s of the failed communicator: rc=%s", how[k], errname(rcs[k], eb));
+            continue;
+        }
+        MPI_Comm_set_errhandler(made[k], MPI_ERRORS_RETURN);
+        spec_t r = base_spec("deadline", made[k]);
+        r.coll = C_ALLREDUCE; r.t = T_DOUBLE; r.count = 4096;
+        rc = run_one(&r, &wrong);
+        if (rc || wrong)
+            bad |= say("deadline", rank, 0, "allreduce on the %s of the failed communicator: rc=%s wrong=%d", how[k],
+                       errname(rc, eb), wrong);
+        MPI_Comm_free(&made[k]);
+    }
+    rc = MPI_Comm_free(&comm);
+    if (!bad) bad = say("deadline", rank, rc == MPI_SUCCESS, "recovered: dup, split, split_type and create_group "
+                        "of the failed communicator exact, the failed one freed (rc=%s)", errname(rc, eb));
+    return bad;
+}
+
+/* The info key strata=off on one rank only (the last): every collective on that
+ * communicator must still be exact on every rank (strata agrees on the opt-out at
+ * setup; a rank that declined alone would run another component than its peers). */
+static int case_optout(void)
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Info info;
+    MPI_Comm comm;
+    MPI_Info_create(&info);
+    if (rank == size - 1) MPI_Info_set(info, "strata", "off");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm);
+    MPI_Info_free(&info);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int bad = 0;
+    for (int c = 0; c < NC && !bad; c++) {
+        spec_t s = base_spec("optout", comm);
+        s.coll = c; s.t = T_DOUBLE; s.count = 4096;
+        int wrong, rc = run_one(&s, &wrong);
+        char eb[300];
+        if (rc || wrong) bad = say("optout", rank, 0, "%s: rc=%s wrong=%d", cnames[c], errname(rc, eb), wrong);
+    }
+    MPI_Comm_free(&comm);
+    if (!bad) bad = say("optout", rank, 1, "strata=off on rank %d only: every collective exact", size - 1);
     return bad;
 }
 
@@ -1091,6 +1151,7 @@ int main(int argc, char **argv)
     else if (!strncmp(name, "null-", 5)) rc = case_null(name);
     else if (!strcmp(name, "mismatch")) rc = case_mismatch(xflag);
     else if (!strcmp(name, "deadline")) rc = case_deadline();
+    else if (!strcmp(name, "optout")) rc = case_optout();
     else if (!strcmp(name, "kill")) rc = case_kill();
     else if (!strcmp(name, "progress")) rc = case_progress();
     else if (!strcmp(name, "overlap")) rc = case_overlap(provided);

@@ -113,3 +113,27 @@ TEST(Agreements, AStuckSetupEndsAtTheDeadlineAndFallsBack) {
 }
 
 }  // namespace
+
+namespace {
+
+// The info key strata=off, read by each rank alone, on one rank only: setup agrees on
+// it and every rank hands its calls back (none runs strata while another does not).
+TEST(Agreements, OneRankOptingOutHandsEveryRankBack) {
+    constexpr int kRanks = 3;
+    ThreadJob job(kRanks);
+    std::vector<strata_status_t> st(kRanks, STRATA_ERR_INTERNAL);
+    job.run([&](int rank) {
+        strata_config_t cfg = strata_test::host_test_config();
+        cfg.opt_out = rank == 1;
+        strata_transport_t tp = job.transport(rank);
+        strata_team_t *team = nullptr;
+        ASSERT_EQ(strata_team_create(rank, kRanks, rank, &tp, &cfg, &team), STRATA_OK);
+        std::vector<int> v(4096, 1);
+        st[size_t(rank)] = strata_allreduce(team, STRATA_IN_PLACE, v.data(), v.size(), STRATA_INT32, STRATA_OP_SUM);
+        strata_team_destroy(team);
+    });
+    for (int r = 0; r < kRanks; ++r) EXPECT_EQ(st[size_t(r)], STRATA_FALLBACK) << "rank " << r;
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+}  // namespace
