@@ -1,6 +1,10 @@
 // src/algo/rules.cc - reading a rules file (rules.h) and choosing from it.
 #include "algo/rules.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -209,9 +213,23 @@ Status load_rules(const char *path, Rules *out, std::string *error) {
         *error = "no rules file named";
         return STRATA_ERR_ARG;
     }
-    FILE *fp = fopen(path, "r");
+    // Opened without blocking (a FIFO would wait for a writer inside MPI_Init) and read
+    // only when it is a regular file.
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *error = std::string(path) + ": cannot read: " + strerror(errno);
+        return STRATA_ERR_SYS;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *error = std::string(path) + ": not a regular file";
+        return STRATA_ERR_ARG;
+    }
+    FILE *fp = fdopen(fd, "r");
     if (fp == nullptr) {
         *error = std::string(path) + ": cannot read: " + strerror(errno);
+        close(fd);
         return STRATA_ERR_SYS;
     }
     std::string text;

@@ -2,6 +2,7 @@
 // errors with their line numbers, hashes.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -214,8 +215,17 @@ TEST(Rules, LoadReadsAFileAndNamesItInErrors) {
     EXPECT_EQ(load_rules("/nonexistent/strata.rules", &r, &error), STRATA_ERR_SYS);
     EXPECT_EQ(error, "/nonexistent/strata.rules: cannot read: No such file or directory");
     EXPECT_TRUE(r.empty());
-    EXPECT_EQ(load_rules("/tmp", &r, &error), STRATA_ERR_SYS);
-    EXPECT_EQ(error, "/tmp: cannot read: Is a directory");
+    EXPECT_EQ(load_rules("/tmp", &r, &error), STRATA_ERR_ARG);
+    EXPECT_EQ(error, "/tmp: not a regular file");
+    // A FIFO with no writer: refused at once, not waited on (it would block MPI_Init).
+    char fifo[] = "/tmp/strata_fifo_XXXXXX";
+    ASSERT_NE(mkdtemp(fifo), nullptr);
+    const std::string pipe = std::string(fifo) + "/rules";
+    ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+    EXPECT_EQ(load_rules(pipe.c_str(), &r, &error), STRATA_ERR_ARG);
+    EXPECT_EQ(error, pipe + ": not a regular file");
+    unlink(pipe.c_str());
+    rmdir(fifo);
     EXPECT_EQ(load_rules("", &r, &error), STRATA_ERR_ARG);
     EXPECT_EQ(load_rules(nullptr, &r, &error), STRATA_ERR_ARG);
 }
