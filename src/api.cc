@@ -282,6 +282,11 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // back costs little.
     int alg = team.config().algorithm[coll];
     const Rule *rule = nullptr;
+    if (alg == STRATA_ALG_BASE) {  // a setting, the same on every rank
+        log(2, "%s: %zu bytes: handed back (coll_strata_%s_algorithm=base)", strata_coll_name(coll),
+            call_bytes(coll, team, args), strata_coll_name(coll));
+        return STRATA_FALLBACK;
+    }
     if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule);
     if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
         log(2, "%s: %zu bytes: handed back by the %s (line %d: %s)", strata_coll_name(coll),

@@ -128,12 +128,13 @@ typedef enum strata_device_transport {
 
 /* Settings: one copy per team, filled from MCA variables by the glue. */
 #define STRATA_ALG_AUTO (-1)
+#define STRATA_ALG_BASE (-2)  /* every call of the collective to the component strata replaced */
 typedef struct strata_config {
     int verbose;                    /* 0 quiet, 1 fallbacks/setup, 2 every call */
     int node_size;                  /* >0: split each node into virtual nodes of this many ranks */
     size_t segment_size;            /* pipeline segment, bytes */
     size_t small_msg_size;          /* auto rules: at or below this, latency algorithms */
-    int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO or an index into the table */
+    int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO, STRATA_ALG_BASE or an index into the table */
     const char *shm_dir;            /* where segments are created; NULL = /dev/shm */
     int host_buffers;               /* 0: a communicator where no rank has a GPU falls back */
     int device_path;                /* strata_device_path_t */

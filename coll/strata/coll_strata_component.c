@@ -69,7 +69,7 @@ static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t 
     int n = strata_algorithm_count(coll), i;
     size_t len;
 
-    values = calloc((size_t) n + 2, sizeof(*values));
+    values = calloc((size_t) n + 3, sizeof(*values));
     if (NULL == values) {
         return;
     }
@@ -77,7 +77,8 @@ static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t 
     values[0].string = "auto";
     len = (size_t) snprintf(desc, sizeof(desc),
                             "Algorithm for %s: auto (built-in rules by message size, nodes and "
-                            "ranks per node)", strata_coll_name(coll));
+                            "ranks per node), base (every call to the component strata replaced, "
+                            "as 'base' in a rules file)", strata_coll_name(coll));
     for (i = 0; i < n; ++i) {
         const char *d = strata_algorithm_description(coll, i);
         values[i + 1].value = i;
@@ -87,6 +88,8 @@ static void register_algorithm_var(const mca_base_component_t *c, strata_coll_t 
                                      values[i + 1].string, d ? " (" : "", d ? d : "", d ? ")" : "");
         }
     }
+    values[n + 1].value = STRATA_ALG_BASE;
+    values[n + 1].string = "base";
     if (0 == n && len < sizeof(desc)) {
         snprintf(desc + len, sizeof(desc) - len,
                  "; strata has no algorithm for it yet, so every call goes to the previous module");
@@ -114,36 +117,45 @@ static void register_enum_var(const mca_base_component_t *c, const char *name, c
     }
 }
 
-/* Every numeric variable is checked when read: out of range gets one warning and the
- * nearest valid value, so no size can wrap and no setting can crash a job. */
+/* Every numeric variable is checked when read: a value out of range gets one line
+ * naming the valid range and the default is used (never the nearest extreme: a
+ * clamp of "-1" to the largest segment once took gigabytes of shared memory). */
 #define STRATA_MAX_SEGMENT ((size_t) 1 << 30)
-static void warn_range(const char *name, const char *was, const char *now)
+static void warn_range(const char *name, const char *was, const char *range, const char *now)
 {
-    opal_output(0, "coll:strata: coll_strata_%s=%s is out of range; using %s", name, was, now);
+    opal_output(0, "coll:strata: coll_strata_%s=%s is out of range (valid: %s); using the default, %s", name, was,
+                range, now);
 }
 
-static void clamp_size(const char *name, size_t *v, size_t lo, size_t hi)
+static void check_size(const char *name, size_t *v, size_t lo, size_t hi, size_t dflt)
 {
-    char was[32], now[32];
+    char was[32], range[64], now[32];
     if (*v >= lo && *v <= hi) {
         return;
     }
-    snprintf(was, sizeof was, "%zu", *v);
-    *v = *v < lo ? lo : hi;
-    snprintf(now, sizeof now, "%zu", *v);
-    warn_range(name, was, now);
+    /* a negative value given to a size variable arrives as a huge one */
+    if (*v > ((size_t) 1 << 62)) {
+        snprintf(was, sizeof was, "%lld", (long long) *v);
+    } else {
+        snprintf(was, sizeof was, "%zu", *v);
+    }
+    snprintf(range, sizeof range, "%zu to %zu", lo, hi);
+    snprintf(now, sizeof now, "%zu", dflt);
+    *v = dflt;
+    warn_range(name, was, range, now);
 }
 
-static void clamp_int(const char *name, int *v, int lo, int hi)
+static void check_int(const char *name, int *v, int lo, int hi, int dflt)
 {
-    char was[32], now[32];
+    char was[32], range[64], now[32];
     if (*v >= lo && *v <= hi) {
         return;
     }
     snprintf(was, sizeof was, "%d", *v);
-    *v = *v < lo ? lo : hi;
-    snprintf(now, sizeof now, "%d", *v);
-    warn_range(name, was, now);
+    snprintf(range, sizeof range, "%d to %d", lo, hi);
+    snprintf(now, sizeof now, "%d", dflt);
+    *v = dflt;
+    warn_range(name, was, range, now);
 }
 
 /* Open MPI refuses an algorithm name it does not know with a message of its own (which
@@ -173,40 +185,44 @@ static void warn_unknown_algorithm(strata_coll_t coll, int alg)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
                  strata_algorithm_name(coll, i));
     }
-    opal_output(0, "coll:strata: coll_strata_%s_algorithm=%s is not an algorithm of %s (known: auto, %s); "
+    opal_output(0, "coll:strata: coll_strata_%s_algorithm=%s is not an algorithm of %s (known: auto, base, %s); "
                 "using auto", strata_coll_name(coll), given, strata_coll_name(coll), known);
 }
 
 static void check_ranges(void)
 {
     mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    strata_config_t d;
     int coll;
-    clamp_int("verbose", &cs->verbose, 0, 100);
-    clamp_int("node_size", &cs->node_size, 0, 1 << 20);
-    clamp_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT);
-    clamp_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT);
-    clamp_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16);
-    clamp_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20);
+    strata_config_defaults(&d);
+    check_int("verbose", &cs->verbose, 0, 100, d.verbose);
+    check_int("node_size", &cs->node_size, 0, 1 << 20, d.node_size);
+    check_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT, d.segment_size);
+    check_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT, d.small_msg_size);
+    check_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16, d.ipc_cache_size);
+    check_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20, d.lazy_calls);
     if (!(cs->timeout >= 0 && cs->timeout <= 1e7)) {   /* also catches NaN */
-        char was[32];
+        char was[32], now[32];
         snprintf(was, sizeof was, "%g", cs->timeout);
-        cs->timeout = cs->timeout > 1e7 ? 1e7 : 0;
-        warn_range("timeout", was, cs->timeout > 0 ? "10000000" : "0 (no deadline)");
+        snprintf(now, sizeof now, "%g", d.timeout);
+        cs->timeout = d.timeout;
+        warn_range("timeout", was, "0 (no deadline) to 10000000 seconds", now);
     }
     if (cs->device_path != STRATA_DEVICE_PATH_GPU && cs->device_path != STRATA_DEVICE_PATH_HOST) {
-        warn_range("device_path", "(a number)", "gpu");
+        warn_range("device_path", "(a number)", "gpu, host", "gpu");
         cs->device_path = STRATA_DEVICE_PATH_GPU;
     }
     if (cs->device_transport < STRATA_DEVICE_TRANSPORT_AUTO || cs->device_transport > STRATA_DEVICE_TRANSPORT_STAGED) {
-        warn_range("device_transport", "(a number)", "auto");
+        warn_range("device_transport", "(a number)", "auto, direct, staged", "auto");
         cs->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     }
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         int *a = &cs->algorithm[coll];
-        if (*a != STRATA_ALG_AUTO && (*a < 0 || *a >= strata_algorithm_count((strata_coll_t) coll))) {
+        if (*a != STRATA_ALG_AUTO && *a != STRATA_ALG_BASE &&
+            (*a < 0 || *a >= strata_algorithm_count((strata_coll_t) coll))) {
             char name[64];
             snprintf(name, sizeof name, "%s_algorithm", strata_coll_name((strata_coll_t) coll));
-            warn_range(name, "(a number)", "auto");
+            warn_range(name, "(a number)", "auto, base or an algorithm's name", "auto");
             *a = STRATA_ALG_AUTO;
         }
         warn_unknown_algorithm((strata_coll_t) coll, *a);
