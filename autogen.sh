@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Regenerates the build system (configure, Makefile.in, build-aux/, m4/ libtool macros).
 # Needs autoconf >= 2.69, automake >= 1.13, libtool and pkg-config (for pkg.m4).
 set -e

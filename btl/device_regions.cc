@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/device_regions.cc - GPU stage regions shared through CUDA IPC (see the header).
 #include "btl/device_regions.h"
 

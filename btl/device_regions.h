@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/device_regions.h - the intra-node channel's data regions in GPU memory.
 //
 // On a device team (every rank has a GPU) each local rank's stage slots live in its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/exchange.cc - small blocking exchanges and agreements (see exchange.h).
 #include "btl/exchange.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/exchange.h - small blocking exchanges among ranks: setup messages and agreements.
 //
 // Every wait here is strata's own loop: it tests its requests (which only looks),

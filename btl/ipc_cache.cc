@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/ipc_cache.cc - the IPC mapping cache (see the header).
 #include "btl/ipc_cache.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/ipc_cache.h - node peers' device buffers mapped through CUDA IPC, kept between calls.
 //
 // Opening a peer's allocation (cuIpcOpenMemHandle) costs far more than a collective

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/node_channel.cc - the channel among the ranks of one node (see node_channel.h).
 #include "btl/node_channel.h"
 

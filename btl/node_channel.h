@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/node_channel.h - the channel among the ranks of one node.
 //
 // What the ranks of a node share: per local rank, stage slots (in the host segment,

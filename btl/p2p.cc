@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/p2p.cc - point-to-point channels (see p2p.h).
 #include "btl/p2p.h"
 

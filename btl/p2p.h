@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/p2p.h - point-to-point channels: how a message goes from one rank to another.
 //
 // The engine sends and receives through a P2PChannel and knows nothing else of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // btl/shm.cc - shared-memory segments for the intra-node channel.
 #include "btl/shm.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // btl/shm.h - the intra-node shared-memory channel.
 //
 // One segment per team and node: a control block of flags per local rank, a

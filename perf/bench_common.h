@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * perf/bench_common.h - what perf/strata_bench.c and perf/strata_overlap.c share: the
  * element types and ops they take, the buffers (host, or GPU memory through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strata_bench - side-by-side collective benchmark in the nccl-tests style.
  *

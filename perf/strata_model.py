@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """strata_model: the schedule simulator behind perf/strata-model.
 
 Loads the schedules strata dumps (STRATA_SCHEDULE_DUMP=DIR), reads a machine file

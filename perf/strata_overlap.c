@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strata_overlap - how much of a nonblocking collective hides behind computation.
  *

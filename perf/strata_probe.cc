@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // perf/strata_probe.cc - measures the rates perf/strata-model needs, on this machine.
 //
 // Every rank works at once, as in a collective, so each number is what one rank

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/api.cc - the C API: teams, tables, collectives.
 #include <atomic>
 #include <climits>

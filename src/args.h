@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/args.h - the arguments of one collective call, as the core passes them on.
 #ifndef STRATA_ARGS_H
 #define STRATA_ARGS_H

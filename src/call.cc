@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/call.cc - one collective call (see call.h).
 #include "call.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/call.h - one collective call: its schedule, its memory, its numbers.
 //
 // A Team lives as long as its communicator (layout, shared memory, device regions,

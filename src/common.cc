@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/common.cc - logging and status names.
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/common.h - status codes, logging and the check macro shared by the core.
 #ifndef STRATA_COMMON_H
 #define STRATA_COMMON_H

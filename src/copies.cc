@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/copies.cc - copies of a rank's buffers in the team's memory kind (see copies.h).
 #include "copies.h"
 

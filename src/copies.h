@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/copies.h - copies of a rank's buffers in the memory its team's schedules use.
 //
 // A team's schedules run either in host memory or, on a device team, in GPU memory

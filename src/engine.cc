@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/engine.cc - the progress engine.
 #include "engine.h"
 

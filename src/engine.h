@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/engine.h - schedules and the progress engine that runs them.
 //
 // An algorithm is a list of steps (copy, reduce, send, recv, signal, wait) with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* strata_device.h - C view of the core's device support, for the Open MPI glue.
  *
  * Kept out of strata.h (the core's C API) so that the glue can ask about a buffer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/team.cc - team setup: layout, shared memory, agreement.
 #include "team.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/team.h - a communicator as the core sees it: layout, channels, sequence numbers.
 //
 // Every rank of a communicator has one Team. Everything in it that drives a

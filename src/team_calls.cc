@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/team_calls.cc - one call of a team: its number, its end, its failure.
 //
 // Why a call can never spoil the next one, or hang on a rank that gave up:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // cuda_api.cc - run-time loading of the CUDA driver; see cuda_api.h.
 #include "topo/cuda_api.h"
 

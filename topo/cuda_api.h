@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cuda_api.h - the few CUDA driver API entry points strata-info uses, loaded
  * at run time from libcuda.so.1 so that the same binary runs on nodes without

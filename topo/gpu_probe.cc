@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // gpu_probe.cc - CUDA driver / NVML discovery at run time; see gpu_probe.h.
 #include "topo/gpu_probe.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gpu_probe.h - GPUs as the CUDA driver and NVML see them, both loaded at run
  * time (dlopen), plus whether the MPS control daemon is running.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // hwinfo.cc - hwloc side of node discovery; see hwinfo.h.
 #include "topo/hwinfo.h"
 

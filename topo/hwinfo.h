@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hwinfo.h - what a node offers strata: CPUs and memory, GPUs, NICs, and the
  * GPU <-> NIC rail assignment. Plain data plus the hwloc half of discovery;

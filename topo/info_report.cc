@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // info_report.cc - gather and render strata-info's report; see info_report.h.
 #include "topo/info_report.h"
 

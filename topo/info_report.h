@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * info_report.h - everything strata-info reports, gathered once, rendered as a
  * table for people or as JSON (schema "strata-info/1") for scripts.

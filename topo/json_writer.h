@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json_writer.h - a minimal streaming JSON writer (objects, arrays, strings,
  * numbers, booleans, null) for strata-info's --json. Commas and escaping are

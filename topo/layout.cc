@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // topo/layout.cc - node layout from node keys and the virtual-node size.
 #include "topo/layout.h"
 

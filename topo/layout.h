@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // topo/layout.h - who is on which node: node index, local index, rails.
 //
 // A layout is computed identically on every rank from the same inputs (every

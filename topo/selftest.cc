@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // selftest.cc - two-process checks of shared memory and CUDA IPC; see selftest.h.
 //
 //   parent ── fork ──> exporter (A) ── socketpair ── importer (B) <── fork ── parent

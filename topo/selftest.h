@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * selftest.h - strata-info --selftest: two forked processes check the paths
  * strata's intra-node channels rely on:

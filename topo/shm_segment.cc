@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // shm_segment.cc - see shm_segment.h for the contract.
 #include "topo/shm_segment.h"
 

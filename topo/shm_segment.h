@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm_segment.h - make a shared-memory segment the strata way.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // strata-info: what this node offers strata, and a live self-test of its paths.
 #include "topo/info_report.h"
 #include "topo/json_writer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sys_probe.cc - build facts, Open MPI, UCX, GPUDirect RDMA, /dev/shm; see sys_probe.h.
 #include "topo/sys_probe.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sys_probe.h - the software side of a node as strata sees it: how strata was
  * built, which Open MPI and UCX it would run with, GPUDirect RDMA, /dev/shm.

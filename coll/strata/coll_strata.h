@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata.h - the Open MPI side of strata: component, module, entry points.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_allgather.c - MPI_Allgather and MPI_Allgatherv entry points.
  *

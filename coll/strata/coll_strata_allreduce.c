@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_allreduce.c - MPI_Allreduce entry point.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_alltoall.c - MPI_Alltoall and MPI_Alltoallv entry points.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_compat.h - every Open MPI version difference the glue depends on.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_dtype.c - MPI datatypes and ops -> strata enums, the support checks
  * shared by all entry points, fallback logging and error mapping.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_fallback.c - the previous component's collectives on device buffers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_module.c - comm_query, enable (capture of the previous module),
  * disable (Open MPI 5.0) and the lifetime of the strata team attached to a

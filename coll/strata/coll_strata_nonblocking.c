@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_nonblocking.c - MPI_I<collective> and the persistent <collective>_init
  * entry points, and the requests they return.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_p2p.c - the transport callbacks the core uses on this communicator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_reduce.c - MPI_Reduce entry point (0 bytes and derived datatypes as in
  * coll_strata_allreduce.c).

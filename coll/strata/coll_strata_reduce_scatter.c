@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_strata_reduce_scatter.c - MPI_Reduce_scatter and MPI_Reduce_scatter_block.
  *

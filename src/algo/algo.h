@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/algo/algo.h - what every algorithm shares: arguments, tables, rail phases.
 //
 // An algorithm builds its schedule into call.schedule() and never waits: the caller

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allgather.cc - the allgather(v) algorithms and the rule that picks one.
 //
 // Allgather is the uniform case of allgatherv: both arrive with per-rank byte

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allgather_hier_direct.cc - hierarchical allgather(v) for small messages.
 //
 // One network round: rank (n, j) sends its block straight to (m, j % L(m)) on

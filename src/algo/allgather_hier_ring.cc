@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allgather_hier_ring.cc - hierarchical allgather(v) for large messages.
 //
 // Rail t (local rank t % L(n) of every node n) carries the blocks of local rank t

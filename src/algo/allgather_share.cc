@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allgather_share.cc - the intra-node phase both allgather algorithms share.
 //
 // After (or while) the inter-node phase lands remote blocks in this rank's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allreduce.cc - the allreduce algorithms and the rule that picks one.
 #include "algo/algo.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allreduce_hier_rd.cc - hierarchical allreduce for small messages.
 //
 // Fewest synchronisations: every rank sums its whole node's input itself (one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allreduce_hier_ring.cc - hierarchical allreduce for large messages.
 //
 // Per pipeline segment (stage = segment % 2, so segment k+1 fills while k moves):

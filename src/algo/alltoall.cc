@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/alltoall.cc - the alltoall(v) algorithms and the rule that picks one.
 #include "algo/algo.h"
 

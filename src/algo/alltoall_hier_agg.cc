@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/alltoall_hier_agg.cc - hierarchical alltoall(v): shared memory inside a
 // node, one aggregated message per (sending node, destination rank) across nodes.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/alltoall_pairwise.cc - alltoall(v) by direct exchange.
 //
 // Step i (1 <= i < P) sends to rank + i and receives from rank - i, so that every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/bcast.cc - the bcast algorithms and the rule that picks one.
 #include "algo/algo.h"
 

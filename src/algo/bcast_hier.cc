@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes.
 //
 // On every node one rank is the node root: the root itself on its node, elsewhere

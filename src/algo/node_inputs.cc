@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/node_inputs.cc - see node_inputs.h.
 #include "algo/node_inputs.h"
 

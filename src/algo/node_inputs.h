@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/algo/node_inputs.h - a node phase: its inputs (in place, or through the slots) and its slices.
 //
 // A hierarchical reduction first combines, on each node, every local rank's part of

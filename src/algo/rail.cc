@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/rail.cc - allreduce among the ranks of one rail (one rank per node).
 //
 // ring: reduce-scatter then allgather around the rail, 2(P-1) steps of 1/P of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce_hier_tree.cc - hierarchical reduce to any root, over a tree or a chain.
 //
 // The root has local index jr; on every node n the agent is local index jr % L(n),

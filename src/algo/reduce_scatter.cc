@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce_scatter.cc - the reduce_scatter algorithms and the rule that picks one.
 #include "algo/algo.h"
 

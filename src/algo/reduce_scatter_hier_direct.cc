@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce_scatter_hier_direct.cc - hierarchical reduce-scatter (and _block).
 //
 // The whole input (sum of counts elements) is cut into pipeline segments; each

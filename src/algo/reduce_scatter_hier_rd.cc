@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce_scatter_hier_rd.cc - reduce_scatter for small messages.
 //
 // Composition: the whole vector is allreduced with hier_rd (one shared-memory

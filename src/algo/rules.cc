@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/rules.cc - reading a rules file (rules.h) and choosing from it.
 #include "algo/rules.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/algo/rules.h - algorithm selection as data: a rules file, one line per rule.
 //
 // A rules file says, per collective, which algorithm of its table runs for which

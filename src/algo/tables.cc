@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/algo/tables.cc - the algorithm table of each collective.
 #include "algo/algo.h"
 

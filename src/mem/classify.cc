@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/mem/classify.cc - buffer kinds through the driver's pointer attributes.
 #include "mem/classify.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/classify.h - where a buffer lives: host, device, managed or pinned host.
 #ifndef STRATA_MEM_CLASSIFY_H
 #define STRATA_MEM_CLASSIFY_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/mem/cuda_domain.cc - the CUDA memory domain (see cuda_domain.h).
 //
 // Copies are cuMemcpyAsync (unified addressing picks the direction); reductions are

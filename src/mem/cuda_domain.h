@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/cuda_domain.h - the CUDA memory domain: copies and reductions queued on a
 // stream, completion polled through an event.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/mem/cuda_kernels.cu - device reductions: one extern "C" kernel per entry of
 // STRATA_CUDA_REDUCE_KERNELS (cuda_kernels.h), all one template over (type, op).
 //

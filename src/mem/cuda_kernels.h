@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/cuda_kernels.h - the device reduction kernels: their names, their parameters,
 // and which (type, op) pairs have one.
 //

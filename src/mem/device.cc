@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/mem/device.cc - the device seam (device.h), answered by the CUDA domain.
 #include "mem/device.h"
 

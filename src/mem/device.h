@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/device.h - the seam between the core and the kinds of device memory.
 //
 // The core (team, call, staging, API) asks these questions and never names a device

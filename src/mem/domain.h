@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/domain.h - the one interface for memory work: copy, reduce, scratch.
 //
 // Algorithms never touch memory except through a domain. The host domain runs

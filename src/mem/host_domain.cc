@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/mem/host_domain.cc - copy and reduce on host memory, vectorised loops.
 #include <sched.h>
 

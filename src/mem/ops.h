@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // src/mem/ops.h - element arithmetic, written once for host and device.
 //
 // Every (type, op) pair that MPI defines for the predefined types is a functor

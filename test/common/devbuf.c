@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test/common/devbuf.c - see devbuf.h. */
 #include "devbuf.h"
 #include "test/fakecuda/fakecuda.h"

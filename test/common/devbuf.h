@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test/common/devbuf.h - GPU buffers for the MPI tests and the benchmark.
  *
  * Plain C over the CUDA driver, loaded at run time (dlopen "libcuda.so.1"), so the

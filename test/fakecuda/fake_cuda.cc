@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fake_cuda.cc - a CUDA driver test double, built as test/fakecuda/libcuda.so.1.
 //
 // Select it with LD_LIBRARY_PATH=$builddir/test/fakecuda. It exports the driver entry

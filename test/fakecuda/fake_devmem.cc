@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fake_devmem.cc - device memory use shared across processes (see fake_devmem.h).
 #include "test/fakecuda/fake_devmem.h"
 

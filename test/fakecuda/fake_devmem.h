@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // fake_devmem.h - device memory in use, counted across every process of the machine
 // (fake_cuda.cc), so that cuMemGetInfo answers for the whole GPU as the real one does:
 // several ranks share a GPU, and one rank's free memory drops when another allocates.

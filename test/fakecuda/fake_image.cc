@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // fake_image.cc - module images and the driver versions they need (see fake_image.h).
 #include "test/fakecuda/fake_image.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // fake_image.h - what the fake driver (fake_cuda.cc) checks in a module image: whether
 // this driver version can load it on a GPU of compute capability `cc` (major*10+minor),
 // as the real driver decides.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fakecuda.h - the accounting interface of the fake CUDA driver (test/fakecuda/
  * libcuda.so.1). C-compatible. Leak tests dlsym "fakecuda_stats" from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fakecuda_selftest.c - shows that the fake CUDA driver behaves like a GPU where it
  * matters to strata's tests: device memory faults on host access, copies round-trip,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_check - exact correctness check of MPI collectives, for any MPI.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_check_modes.h - how coll_check issues and completes the call of each test
  * (-M). Part of coll_check.c, included once after its harness: it knows each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * coll_check_values.h - the types, the exact input values and the reference
  * reduction of coll_check (included once, by coll_check.c only).

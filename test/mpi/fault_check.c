@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fault_check - the fault cases of issue 10, one sub-command each, for any MPI.
  *

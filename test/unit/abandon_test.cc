@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/abandon_test.cc - what a failed run leaves behind (Schedule::abandon).
 //
 // When a step fails, the engine gives up the rest of the run and returns the error.

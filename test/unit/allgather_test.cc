@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/allgather_test.cc - the allgather(v) schedules, ranks as threads.
 //
 // Each layout runs one long sequence of calls on the same teams (stages, flags

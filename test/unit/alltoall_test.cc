@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/alltoall_test.cc - alltoall and alltoallv schedules, ranks as threads.
 //
 // Each layout runs one long sequence of calls on the same teams: uniform block sizes

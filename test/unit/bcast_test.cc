@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/bcast_test.cc - the bcast schedules, ranks as threads.
 //
 // Each layout runs one long sequence of calls on the same teams (stages, flags

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/call_test.cc - one call of a team: numbering, failure, deadline, agreement.
 //
 // Thread ranks over the in-process transport, node keys giving two nodes of two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test/unit/coll_fixture.h - what every collective's schedule test shares:
 // the layouts, exact small-integer inputs and their reference fold, one team per
 // algorithm setting, and the /dev/shm check.

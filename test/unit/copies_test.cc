@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/copies_test.cc - what a staged call copies, and the engine's staged transport.
 //
 // StageBlocks: strata::call_blocks for every collective, with CollArgs built the way

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/cuda_collectives_test.cc - every collective on device buffers, on device
 // teams with several ranks per node (zero copy inside a node included).
 //

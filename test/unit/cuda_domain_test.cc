@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/cuda_domain_test.cc - buffer classification and the CUDA memory domain.
 //
 // ClassifyTest and CudaKernelListTest run everywhere (no driver, no GPU, builds without

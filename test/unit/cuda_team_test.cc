@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/cuda_team_test.cc - when a team asks again which ranks have a GPU.
 //
 // A rank counts as having a GPU once a CUDA context is current on its thread. A team

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/cuda_transport_test.cc - how device memory crosses nodes on a device team.
 //
 // On a device team (every rank has a CUDA context current, team.cc agree_device),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test/unit/harness.h - ranks as threads in one process.
 //
 // A ThreadJob gives each thread-rank a strata_transport_t backed by an

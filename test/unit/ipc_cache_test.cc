@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/ipc_cache_test.cc - the cache of node peers' buffers mapped through IPC.
 //
 // A stand-in domain hands out a distinct "mapping" per open and counts opens, closes

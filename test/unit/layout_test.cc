@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/layout_test.cc - node layout, virtual nodes and rails.
 #include <gtest/gtest.h>
 

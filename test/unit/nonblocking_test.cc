@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/nonblocking_test.cc - nonblocking and persistent calls (strata_i*).
 //
 // Thread ranks, as the other team tests. What is checked:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/ops_test.cc - the host reduce kernel of every MPI (type, op) pair.
 //
 // The expected values come from an independent scalar model in this file, not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/reduce_scatter_test.cc - reduce_scatter (and _block) schedules, ranks as threads.
 //
 // Each layout runs one long sequence of calls on the same teams: uniform (block),

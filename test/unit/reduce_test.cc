@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/reduce_test.cc - reduce schedules to every root, ranks as threads.
 //
 // Each layout runs one long sequence of calls on the same teams: every root, counts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/rerun_test.cc - a built schedule runs again as a later call.
 //
 // What persistent collectives rest on (call.h): a builder numbers segments, flag

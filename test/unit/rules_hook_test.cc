@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/rules_hook_test.cc - coll_strata_rules_file in a team (docs/hook.patch):
 // the rules choose, and a team whose ranks do not all hold the same rules uses the
 // built-in ones on every rank.

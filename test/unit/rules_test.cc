@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/rules_test.cc - rules files (src/algo/rules.h): parsing, choosing,
 // errors with their line numbers, hashes.
 #include <gtest/gtest.h>

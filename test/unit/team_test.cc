@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // test/unit/team_test.cc - team setup: agreement, fallback, cleanup, bad input.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # strata-info end to end: runs anywhere (no GPU, no UCX, no MPI needed) and
 # checks the JSON against its schema, the exit codes and that --selftest
 # leaves nothing in /dev/shm. STRATA_INFO overrides the binary.

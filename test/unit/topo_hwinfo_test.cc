@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Topology parsing and rail assignment on hwloc XML topologies (no hardware needed).
 #include "topo/hwinfo.h"
 

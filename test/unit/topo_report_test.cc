@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // strata-info's report: build facts, parsers of tool output, JSON round trip.
 #include "topo/info_report.h"
 #include "topo/json_writer.h"

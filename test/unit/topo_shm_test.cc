@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared-memory segments made the strata way, and the two-process self-test.
 #include "topo/selftest.h"
 #include "topo/shm_segment.h"
