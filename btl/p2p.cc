@@ -16,11 +16,21 @@ Status TransportChannel::irecv(void *buf, size_t bytes, int peer, int tag, void 
 
 Status TransportChannel::test(void *req, bool *done) {
     int d = 0;
-    const int rc = tp_.test(tp_.ctx, req, &d);
+    const int rc = tp_.test(tp_.ctx, req, &d, nullptr);
     if (rc != 0)  // a peer sent more than this rank expects (sizes differ), or the transport failed
         return rc == STRATA_ERR_TRUNCATE ? STRATA_ERR_TRUNCATE : fail(STRATA_ERR_COMM, "request test");
     *done = d != 0;
     return STRATA_OK;
+}
+
+Status TransportChannel::test_recv(void *req, bool *done, size_t expected) {
+    int d = 0;
+    size_t got = expected;
+    const int rc = tp_.test(tp_.ctx, req, &d, &got);
+    if (rc != 0) return rc == STRATA_ERR_TRUNCATE ? STRATA_ERR_TRUNCATE : fail(STRATA_ERR_COMM, "request test");
+    *done = d != 0;
+    // A peer sent less than this rank expects: the ranks passed different sizes.
+    return *done && got != expected ? STRATA_ERR_TRUNCATE : STRATA_OK;
 }
 
 void TransportChannel::cancel(void *req, bool recv) {
@@ -115,7 +125,8 @@ Status BounceChannel::test(void *req, bool *done) {
         }
         return STRATA_OK;
     }
-    const Status st = inner_.test(r->inner, &step_done);
+    // A receive's size is checked by the inner channel (a shorter message is an error).
+    const Status st = r->recv ? inner_.test_recv(r->inner, &step_done, r->bytes) : inner_.test(r->inner, &step_done);
     if (st != STRATA_OK) {
         drop(r);
         return st;

@@ -33,6 +33,12 @@ public:
     // *done once the transfer is complete (req is then released). An error releases
     // req too: STRATA_ERR_TRUNCATE when the message was larger than the receive.
     virtual Status test(void *req, bool *done) = 0;
+    // test() of a receive that must get exactly `expected` bytes: a shorter message (a
+    // peer that passed a smaller count) is STRATA_ERR_TRUNCATE, as a longer one is.
+    virtual Status test_recv(void *req, bool *done, size_t expected) {
+        (void)expected;
+        return test(req, done);
+    }
     // Gives up a transfer test() has not completed: nothing of it touches memory after.
     virtual void cancel(void *req, bool recv) = 0;
     // Moves the transfers on. test() only looks (a transport may leave progress to
@@ -46,6 +52,7 @@ public:
     Status isend(const void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status test(void *req, bool *done) override;
+    Status test_recv(void *req, bool *done, size_t expected) override;
     void cancel(void *req, bool recv) override;
     void progress() override {
         if (tp_.progress) tp_.progress(tp_.ctx);

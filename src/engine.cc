@@ -130,9 +130,9 @@ StepId Schedule::poll(PollFn fn, const Deps &deps) {
     return add(s, deps);
 }
 
-StepId Schedule::transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
+StepId Schedule::transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty) {
     Step s{};
-    s.kind = bytes == 0 ? Kind::Nop : kind;
+    s.kind = bytes == 0 && !even_empty ? Kind::Nop : kind;
     if (kind == Kind::Send) {
         s.src = buf;
     } else {
@@ -144,12 +144,12 @@ StepId Schedule::transfer(Kind kind, void *buf, size_t bytes, int peer, int tag,
     return add(s, deps);
 }
 
-StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    return transfer(Kind::Send, const_cast<void *>(buf), bytes, peer, tag, deps);
+StepId Schedule::send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty) {
+    return transfer(Kind::Send, const_cast<void *>(buf), bytes, peer, tag, deps, even_empty);
 }
 
-StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps) {
-    return transfer(Kind::Recv, buf, bytes, peer, tag, deps);
+StepId Schedule::recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty) {
+    return transfer(Kind::Recv, buf, bytes, peer, tag, deps, even_empty);
 }
 
 StepId Schedule::signal(uint64_t *flag, uint64_t value, const Deps &deps) {
@@ -272,7 +272,7 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
             break;
         case Kind::Send:
         case Kind::Recv: {
-            const Status st = ch.test(s.req, &done);
+            const Status st = s.kind == Kind::Recv ? ch.test_recv(s.req, &done, s.n) : ch.test(s.req, &done);
             if (st != STRATA_OK) {
                 s.req = nullptr;  // released by the channel
                 s.state = State::Done;

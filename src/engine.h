@@ -96,8 +96,10 @@ public:
     StepId reduce(MemDomain &dom, void *dst, const std::vector<const void *> &srcs, size_t count,
                   strata_dtype_t dtype, strata_op_t op, const Deps &deps = {});
     // Zero-byte transfers are no-ops on both sides (both sides know the size).
-    StepId send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps = {});
-    StepId recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps = {});
+    // A transfer of 0 bytes is no message, unless even_empty: then both ends still
+    // exchange one (alltoallv: a peer that passed another count is caught).
+    StepId send(const void *buf, size_t bytes, int peer, int tag, const Deps &deps = {}, bool even_empty = false);
+    StepId recv(void *buf, size_t bytes, int peer, int tag, const Deps &deps = {}, bool even_empty = false);
     // Shared-memory flags: signal stores value (release), after every earlier
     // signal of the same flag in this schedule; wait completes once the flag
     // holds at least value (acquire), compared as serial numbers (flag - value as a
@@ -172,7 +174,7 @@ private:
         Ticket ticket;
     };
     StepId add(Step s, const Deps &deps);
-    StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps);
+    StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty);
     Status advance(Step &s, P2PChannel &ch, bool *moved);
     Status pass(bool *moved);
     void abandon(P2PChannel &ch);

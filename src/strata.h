@@ -98,7 +98,9 @@ typedef struct strata_transport {
     void *ctx;
     int (*isend)(void *ctx, const void *buf, size_t bytes, int peer, int tag, void **req);
     int (*irecv)(void *ctx, void *buf, size_t bytes, int peer, int tag, void **req);
-    int (*test)(void *ctx, void *req, int *done);
+    /* *bytes (when not NULL): the bytes a completed receive got, which the core
+     * compares with what it posted (MPI completes a shorter message silently). */
+    int (*test)(void *ctx, void *req, int *done, size_t *bytes);
     /* Gives up a request that has not completed: a receive (is_recv) is cancelled and
      * must not write its buffer afterwards, a send is left to finish on its own.
      * Releases req. May be NULL (requests of an abandoned call are then left alone;

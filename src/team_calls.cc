@@ -310,7 +310,7 @@ void Team::post_inbox() {
 void Team::poll_inbox() {
     while (inbox_req_ != nullptr) {
         int done = 0;
-        if (tp_.test(tp_.ctx, inbox_req_, &done) != 0) {
+        if (tp_.test(tp_.ctx, inbox_req_, &done, nullptr) != 0) {
             inbox_req_ = nullptr;
             return;
         }

@@ -96,7 +96,7 @@ static int mca_coll_strata_irecv(void *ctx, void *buf, size_t bytes, int peer, i
  * when mpi_yield_when_idle is set: a few such tests per call had cost a small call
  * more than the call itself.) On completion ompi_request_test frees the request (and
  * sets it to MPI_REQUEST_NULL) unless it carries an error, in which case we free it. */
-static int mca_coll_strata_test(void *ctx, void *req, int *done)
+static int mca_coll_strata_test(void *ctx, void *req, int *done, size_t *bytes)
 {
     ompi_request_t *r = (ompi_request_t *) req;
     ompi_status_public_t status;
@@ -123,6 +123,9 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done)
         return MPI_ERR_TRUNCATE == status.MPI_ERROR ? STRATA_ERR_TRUNCATE : STRATA_ERR_COMM;
     }
     if (completed) {
+        if (NULL != bytes) {
+            *bytes = status._ucount;
+        }
         if (MPI_REQUEST_NULL != r) {   /* persistent requests never come here */
             (void) ompi_request_free(&r);
         }

@@ -4,7 +4,10 @@
 // Step i (1 <= i < P) sends to rank + i and receives from rank - i, so that every
 // rank talks to a different peer at once; all steps are posted together and the
 // transport overlaps them. A message's size is known to its two ends only (sbytes
-// here, rbytes there), which is all alltoallv guarantees. Own block: a local copy.
+// here, rbytes there), which is all alltoallv guarantees; every pair exchanges one,
+// empty blocks included, so that ends that disagree on a size fail the call (the
+// receive checks the bytes it got) instead of leaving a message for a later call.
+// Own block: a local copy.
 // In place: every outgoing block is first copied to scratch, and receives into
 // recvbuf start only once all of those copies are done.
 //
@@ -47,10 +50,12 @@ Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
         const int to = (me + i) % p, fr = (me - i + p) % p;
         // Through the network, or (a node peer, not mapped) point to point as well.
         if (try_map && local(to)) s.when(mapped, false);
-        s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged});
+        // Empty blocks are messages too, as in Open MPI's own alltoallv: a peer that
+        // passed another count is then caught (a size check), never left unmatched.
+        s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged}, true);
         s.always();
         if (try_map && local(fr)) s.when(mapped, false);
-        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged});
+        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged}, true);
         s.always();
         if (try_map && local(fr)) {
             // Mapped: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's.

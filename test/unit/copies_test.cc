@@ -358,9 +358,9 @@ struct Wire {
             ++(w->dom->in_pool(buf, bytes) ? w->into_pool : w->user_recvs);
             return w->inner.irecv(w->inner.ctx, buf, bytes, peer, tag, req);
         };
-        t.test = [](void *ctx, void *req, int *done) {
+        t.test = [](void *ctx, void *req, int *done, size_t *bytes) {
             Wire *w = static_cast<Wire *>(ctx);
-            return w->inner.test(w->inner.ctx, req, done);
+            return w->inner.test(w->inner.ctx, req, done, bytes);
         };
         return t;
     }

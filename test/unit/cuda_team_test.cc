@@ -38,7 +38,7 @@ struct Counting {
     static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
         return of(c).inner.irecv(of(c).inner.ctx, b, n, p, t, r);
     }
-    static int test(void *c, void *r, int *d) { return of(c).inner.test(of(c).inner.ctx, r, d); }
+    static int test(void *c, void *r, int *d, size_t *n) { return of(c).inner.test(of(c).inner.ctx, r, d, n); }
     static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
     strata_transport_t transport() { return strata_test::forwarding_transport(this, inner); }
 };

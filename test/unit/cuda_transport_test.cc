@@ -97,10 +97,10 @@ struct Wrapper {
     static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
         return start(c, b, n, p, t, r, false);
     }
-    static int test(void *c, void *req, int *done) {
+    static int test(void *c, void *req, int *done, size_t *bytes) {
         Wrapper &w = of(c);
         Req *r = static_cast<Req *>(req);
-        const int rc = w.inner.test(w.inner.ctx, r->inner, done);
+        const int rc = w.inner.test(w.inner.ctx, r->inner, done, bytes);
         if (rc != 0 || !*done) return rc;
         const cu::CUdeviceptr dst = cu::CUdeviceptr(r->device_dst);
         if (dst != 0 && driver().MemcpyHtoD(dst, r->tmp.data(), r->tmp.size()) != cu::SUCCESS) ++w.copy_errors;

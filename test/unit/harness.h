@@ -87,7 +87,7 @@ private:
         *req = new Req{true, buf, bytes, peer, tag, false};
         return 0;
     }
-    static int test(void *ctx, void *req_v, int *done) {
+    static int test(void *ctx, void *req_v, int *done, size_t *bytes) {
         Ctx *c = static_cast<Ctx *>(ctx);
         Req *req = static_cast<Req *>(req_v);
         *done = 0;
@@ -105,6 +105,7 @@ private:
                 memcpy(req->buf, it->data.data(), req->bytes);
                 box.erase(it);
                 *done = 1;
+                if (bytes) *bytes = req->bytes;
                 break;
             }
         }
