@@ -12,7 +12,6 @@
 namespace strata {
 
 namespace {
-constexpr size_t kNameBytes = 64;
 
 // What a rank posts in its mailbox in call n: in half n % 2, so that a rank one call
 // ahead never overwrites what a slower peer still reads. (No rank gets two ahead:
@@ -30,23 +29,82 @@ static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small"
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
 }  // namespace
 
+// Setting up the host segment, over the wire with one tag (messages from one sender
+// match in order):
+//
+//   leader                                   each local peer
+//   create, unnamed ── Word{kMap, /proc} ──> open /proc/<pid>/fd/<fd>, map
+//                   <───────── Ack ──────── kMapped, kNoProc or kFailed
+//   all kMapped:    ── Word{kKeep} ───────> done
+//   a kNoProc:      create a named one, ── Word{kMap, name} ──> drop the first, map
+//                   <───────── Ack ──────── (the leader unlinks the name now)
+//                   ── Word{kKeep} ───────> done
+//   a failure:      ── Word{kFail} ───────> unmap (the rank that failed says why)
+//
+// The leader keeps its fd open (or the name in place) until every peer has answered,
+// and lets go of it before it returns, whatever happened: an unnamed segment never had
+// a name, and a named one is unlinked at the first moment no peer needs it.
+namespace {
+struct Word {
+    enum Verdict : int32_t { kFail = 0, kMap = 1, kKeep = 2 };
+    int32_t verdict;
+    ShmWhere where;
+};
+enum Ack : int32_t { kFailed = 0, kMapped = 1, kNoProc = 2 };
+}  // namespace
+
 Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
                          std::string *why) {
     const int local_size = l.my_local_size(), node = l.my_node();
     if (local_size == 1) return shm_.make_private(region);
-    char name[kNameBytes] = {0};
-    if (l.my_local() == 0) {
-        std::string made;
-        const Status status = shm_.create(dir, local_size, region, &made);
-        if (status == STRATA_OK) snprintf(name, sizeof name, "%s", made.c_str());
-        std::vector<Msg> sends;
-        for (int i = 1; i < local_size; ++i) sends.push_back({name, sizeof name, l.rank_at(node, i)});
-        STRATA_CHECK(exchange(wire, tag, sends, {}, w, why));
-        return status;
+    if (l.my_local() != 0) {
+        for (;;) {
+            Word word{};
+            STRATA_CHECK(exchange(wire, tag, {}, {{&word, sizeof word, l.rank_at(node, 0)}}, w, why));
+            if (word.verdict == Word::kKeep) return STRATA_OK;
+            if (word.verdict != Word::kMap) {
+                shm_.reset();
+                return STRATA_ERR_SYS;  // the leader (or the peer that failed) said why
+            }
+            const Status st = shm_.attach(dir, word.where, local_size, region);
+            int32_t ack = st == STRATA_OK ? kMapped : st == STRATA_ERR_UNSUPPORTED ? kNoProc : kFailed;
+            STRATA_CHECK(exchange(wire, tag, {{&ack, sizeof ack, l.rank_at(node, 0)}}, {}, w, why));
+        }
     }
-    STRATA_CHECK(exchange(wire, tag, {}, {{name, sizeof name, l.rank_at(node, 0)}}, w, why));
-    if (name[0] == '\0') return STRATA_ERR_SYS;  // the leader said why
-    return shm_.attach(dir, name, local_size, region);
+    Word word{};
+    Status status = shm_.create(dir, local_size, region, false, &word.where);
+    std::vector<int32_t> acks(size_t(local_size), kMapped);
+    for (int round = 0; status == STRATA_OK; ++round) {
+        word.verdict = Word::kMap;
+        std::vector<Msg> sends, recvs;
+        for (int i = 1; i < local_size; ++i) {
+            sends.push_back({&word, sizeof word, l.rank_at(node, i)});
+            recvs.push_back({&acks[size_t(i)], sizeof(int32_t), l.rank_at(node, i)});
+        }
+        const Status st = exchange(wire, tag, sends, recvs, w, why);
+        shm_.release();  // every peer has mapped it or given up
+        STRATA_CHECK(st);
+        int no_proc = 0, failed = 0;
+        for (int i = 1; i < local_size; ++i) {
+            no_proc += acks[size_t(i)] == kNoProc;
+            failed += acks[size_t(i)] == kFailed;
+        }
+        if (failed == 0 && no_proc == 0) break;
+        if (failed > 0 || round > 0) {
+            status = STRATA_ERR_SYS;  // the peer that failed says why
+            break;
+        }
+        log(1, "%d local peer(s) of node %d cannot open the node's segment through /proc: a named segment "
+               "instead, removed once they have mapped it",
+            no_proc, node);
+        status = shm_.create(dir, local_size, region, true, &word.where);
+    }
+    word.verdict = status == STRATA_OK ? Word::kKeep : Word::kFail;
+    std::vector<Msg> sends;
+    for (int i = 1; i < local_size; ++i) sends.push_back({&word, sizeof word, l.rank_at(node, i)});
+    STRATA_CHECK(exchange(wire, tag, sends, {}, w, why));
+    if (status != STRATA_OK) shm_.reset();
+    return status;
 }
 
 Status NodeChannel::open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,

@@ -31,14 +31,18 @@ class NodeChannel {
 public:
     explicit NodeChannel(size_t ipc_capacity) { ipc_.set_capacity(ipc_capacity); }
 
-    // The host segment: the node leader creates it in dir (nullptr: POSIX shm) and
-    // sends its name to each local peer, which maps it; a rank alone on its node makes
-    // private memory. region: bytes of stage slots per local rank.
+    // The host segment: the node leader creates it in dir (nullptr: /dev/shm) with no
+    // name, if the node can spare it, and each local peer opens it through the leader's
+    // /proc/<pid>/fd; where that is refused, a named one, unlinked as soon as every
+    // local peer has mapped it. A rank alone on its node makes private memory.
+    // region: bytes of stage slots per local rank. On return, whatever happened,
+    // nothing is left that a killed process could leak: no name, no fd kept for peers.
     // Waits as w says; *why: what a failed wait waited for.
     Status open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
                 std::string *why);
-    // Removes the segment's name once every local peer has mapped it (or given up).
-    void unlink() { shm_.unlink(); }
+    // Lets go of what open() kept reachable for peers. open() has already, whatever
+    // happened: this stays a harmless safety net for callers that give up.
+    void unlink() { shm_.release(); }
     const std::string &error() const { return shm_.error(); }
 
     // Stage slots in GPU memory: this rank's region in dom's memory (dom nullptr: this

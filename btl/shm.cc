@@ -38,8 +38,10 @@ size_t ShmChannel::segment_bytes(int local_size, size_t region_bytes) {
     return ctrl_bytes(local_size) + size_t(local_size) * align_up(region_bytes, kPage);
 }
 
-ShmChannel::~ShmChannel() {
-    unlink();
+ShmChannel::~ShmChannel() { reset(); }
+
+void ShmChannel::reset() {
+    release();
     if (base_) {
         if (is_private_) {
             free(base_);
@@ -47,54 +49,124 @@ ShmChannel::~ShmChannel() {
             munmap(base_, bytes_);
         }
     }
+    base_ = nullptr;
+    bytes_ = 0;
+    is_private_ = false;
 }
 
 Status ShmChannel::map(int fd, size_t bytes) {
     void *p = nullptr;
     const int err = shm::map(fd, bytes, &p);
-    close(fd);
     if (err) return setup_error(STRATA_ERR_SYS, "shared memory mmap", err);
     base_ = p;
     bytes_ = bytes;
     return STRATA_OK;
 }
 
-Status ShmChannel::create(const char *dir, int local_size, size_t region_bytes, std::string *name) {
+namespace {
+std::string bytes_or_unknown(uint64_t n) { return n == shm::kUnknown ? std::string("unknown") : std::to_string(n); }
+}  // namespace
+
+// The level-0 line the team prints carries this text: what was wanted, what there is,
+// and the setting that decides it.
+Status ShmChannel::too_big(size_t bytes, const char *dir, const shm::Room &room, uint64_t spare) {
+    const std::string text = "this node's " + std::to_string(local_size_) + " ranks would take " +
+                             std::to_string(bytes) + " bytes of shared memory (" + std::to_string(region_bytes_) +
+                             " per rank, set by coll_strata_segment_size), more than the " + std::to_string(spare) +
+                             " bytes strata may take (half of the least of " + bytes_or_unknown(room.fs_free) +
+                             " bytes free in " + (dir && *dir ? dir : "/dev/shm") + " and " +
+                             bytes_or_unknown(room.memory) +
+                             " bytes of memory available); lower coll_strata_segment_size";
+    return setup_error(STRATA_ERR_NOMEM, text.c_str());
+}
+
+Status ShmChannel::create(const char *dir, int local_size, size_t region_bytes, bool named, ShmWhere *where) {
+    reset();
+    error_.clear();
+    *where = ShmWhere{};
     local_size_ = local_size;
     region_bytes_ = align_up(region_bytes, kPage);
     dir_ = dir ? dir : "";
     const size_t bytes = segment_bytes(local_size, region_bytes);
-    int fd = -1;
-    const int err = shm::create(bytes, name, &fd, dir);
-    if (err) return setup_error(STRATA_ERR_SYS, (std::string("cannot create a shared memory segment of ") +
-                                                std::to_string(bytes) + " bytes in " + (dir && *dir ? dir : "/dev/shm")).c_str(), err);
-    name_ = *name;
-    Status s = map(fd, bytes);
+    if (!named) {
+        const shm::Room room = shm::probe_room(dir);
+        const uint64_t most = shm::spare(room);
+        if (most != shm::kUnknown && bytes > most) return too_big(bytes, dir, room, most);
+    }
+    const char *in = dir && *dir ? dir : "/dev/shm";
+    int fd = -1, err = 0;
+    std::string how;
+    if (!named) {
+        err = shm::create_unnamed(bytes, &fd, dir, &how);
+        if (err == EOPNOTSUPP) {
+            log(1, "%s cannot hold unnamed files (O_TMPFILE): a named segment, removed once every local "
+                   "peer has mapped it",
+                in);
+            named = true;
+        }
+    }
+    std::string name;
+    if (named) err = shm::create(bytes, &name, &fd, dir);
+    if (err)
+        return setup_error(STRATA_ERR_SYS, (std::string("cannot create a shared memory segment of ") +
+                                            std::to_string(bytes) + " bytes in " + in).c_str(), err);
+    if (named) {
+        name_ = name;
+    } else {
+        source_fd_ = fd;
+        log(2, "node segment of %zu bytes: %s, no name", bytes, how.c_str());
+    }
+    const Status s = map(fd, bytes);
+    if (named) close(fd);
     if (s != STRATA_OK) {
-        unlink();
+        release();
         return s;
     }
     memset(base_, 0, ctrl_bytes(local_size));
+    if (named) {
+        where->kind = ShmWhere::kName;
+        snprintf(where->name, sizeof where->name, "%s", name_.c_str());
+    } else {
+        where->kind = ShmWhere::kProc;
+        if ((err = shm::locate(source_fd_, &where->proc)) != 0) {
+            reset();
+            return setup_error(STRATA_ERR_SYS, "fstat of the node's shared memory segment", err);
+        }
+    }
     return STRATA_OK;
 }
 
-Status ShmChannel::attach(const char *dir, const std::string &name, int local_size,
-                          size_t region_bytes) {
+Status ShmChannel::attach(const char *dir, const ShmWhere &where, int local_size, size_t region_bytes) {
+    reset();
+    error_.clear();
     local_size_ = local_size;
     region_bytes_ = align_up(region_bytes, kPage);
     const size_t bytes = segment_bytes(local_size, region_bytes);
     int fd = -1;
     size_t actual = 0;
-    const int err = shm::open(name, &fd, &actual, dir);
-    if (err) return setup_error(STRATA_ERR_SYS, "cannot open the node's shared memory segment", err);
+    if (where.kind == ShmWhere::kProc) {
+        const int err = shm::open_unnamed(where.proc, &fd, &actual);
+        if (err) {
+            log(1, "cannot open the node's shared memory segment through /proc/%d/fd/%d: %s", (int)where.proc.pid,
+                (int)where.proc.fd, strerror(err));
+            return STRATA_ERR_UNSUPPORTED;
+        }
+    } else {
+        const std::string name(where.name, strnlen(where.name, sizeof where.name));
+        const int err = shm::open(name, &fd, &actual, dir);
+        if (err) return setup_error(STRATA_ERR_SYS, "cannot open the node's shared memory segment", err);
+    }
     if (actual != bytes) {
         close(fd);
         return setup_error(STRATA_ERR_SYS, "the node's shared memory segment has an unexpected size");
     }
-    return map(fd, bytes);
+    const Status s = map(fd, bytes);
+    close(fd);  // the mapping keeps the segment
+    return s;
 }
 
 Status ShmChannel::make_private(size_t region_bytes) {
+    reset();
     local_size_ = 1;
     region_bytes_ = align_up(region_bytes, kPage);
     const size_t bytes = segment_bytes(1, region_bytes);
@@ -107,7 +179,11 @@ Status ShmChannel::make_private(size_t region_bytes) {
     return STRATA_OK;
 }
 
-void ShmChannel::unlink() {
+void ShmChannel::release() {
+    if (source_fd_ >= 0) {
+        close(source_fd_);
+        source_fd_ = -1;
+    }
     if (name_.empty()) return;
     shm::unlink(name_, dir_.empty() ? nullptr : dir_.c_str());
     name_.clear();

@@ -2,9 +2,13 @@
 // btl/shm.h - the intra-node shared-memory channel.
 //
 // One segment per team and node: a control block of flags per local rank, a
-// mailbox per local rank, then one data region per local rank. The node leader creates the segment (0600,
-// O_EXCL, unguessable name); the others map it; it is unlinked as soon as every
-// local peer has mapped it, so nothing outlives the job.
+// mailbox per local rank, then one data region per local rank. The node leader
+// creates the segment (0600) with no name, and the others open it through the
+// leader's /proc/<pid>/fd: nothing is ever in /dev/shm, so no rank killed at any
+// moment leaves anything behind. Where /proc is refused, a named segment (O_EXCL,
+// unguessable name) that the leader unlinks as soon as every local peer has mapped
+// it (btl/node_channel.cc). Before creating either, the leader checks that the node
+// can spare it (shm::spare).
 //
 // Flags are monotonic counters: a rank stores (segment number + 1) into its own
 // flag when it has finished a stage of that segment; peers wait for their target
@@ -20,6 +24,7 @@
 #include <string>
 
 #include "common.h"
+#include "topo/shm_segment.h"
 
 namespace strata {
 
@@ -35,6 +40,14 @@ enum ShmFlag : int {
     kFlagCount = 8
 };
 
+// How a local peer finds the node's segment. Plain data: the leader sends it as is.
+struct ShmWhere {
+    enum Kind : int32_t { kNone = 0, kProc = 1, kName = 2 };
+    int32_t kind;
+    shm::Locator proc;  // kProc: the leader's /proc/<pid>/fd/<fd>
+    char name[64];      // kName
+};
+
 class ShmChannel {
 public:
     ShmChannel() = default;
@@ -44,14 +57,25 @@ public:
 
     static size_t segment_bytes(int local_size, size_t region_bytes);
 
-    // Leader: creates and maps a new segment in dir (nullptr: POSIX shm), returns its name.
-    Status create(const char *dir, int local_size, size_t region_bytes, std::string *name);
-    // Peer: maps the segment the leader created.
-    Status attach(const char *dir, const std::string &name, int local_size, size_t region_bytes);
+    // Leader: creates and maps a new segment in dir (nullptr: /dev/shm) and says in
+    // *where how peers find it. Unnamed unless `named` (or dir's file system cannot
+    // make unnamed files); either way it is kept reachable, fd open or name in place,
+    // until release(). Refused (STRATA_ERR_NOMEM, error() naming the bytes wanted, the
+    // bytes available and coll_strata_segment_size) when the node cannot spare it
+    // (shm::spare), unless `named`: a named segment replaces an unnamed one of the
+    // same size, which the check has already passed.
+    Status create(const char *dir, int local_size, size_t region_bytes, bool named, ShmWhere *where);
+    // Peer: maps the segment the leader created. STRATA_ERR_UNSUPPORTED where /proc
+    // refused to open an unnamed one (said at verbose level, not in error(): the node
+    // may still agree on a named one).
+    Status attach(const char *dir, const ShmWhere &where, int local_size, size_t region_bytes);
     // Private memory with the same layout, for a node with a single rank.
     Status make_private(size_t region_bytes);
-    // Removes the name (leader, once every peer has attached); mappings stay valid.
-    void unlink();
+    // Leader, once every local peer has mapped the segment or given up: closes the fd
+    // peers opened it through and removes the name; mappings stay valid.
+    void release();
+    // Lets go of the segment (unmapped, released): before mapping another.
+    void reset();
 
     uint64_t *flag(int local, int which) const;
     // kMailboxBytes of local rank `local`, written by it and read by its peers
@@ -67,14 +91,16 @@ public:
 private:
     Status map(int fd, size_t bytes);
     Status setup_error(Status status, const char *what, int err = 0);
+    Status too_big(size_t bytes, const char *dir, const shm::Room &room, uint64_t spare);
     std::string error_;
     void *base_ = nullptr;
     size_t bytes_ = 0;
     bool is_private_ = false;
     int local_size_ = 0;
     size_t region_bytes_ = 0;
-    std::string name_;  // set until unlinked (leader only)
-    std::string dir_;   // "" = POSIX shm
+    int source_fd_ = -1;  // the leader's fd of an unnamed segment, until released
+    std::string name_;    // set until unlinked (leader only)
+    std::string dir_;     // "" = POSIX shm
 };
 
 }  // namespace strata

@@ -43,6 +43,7 @@ struct Msg {
     int32_t value = 0;
     uint64_t size = 0;
     char text[256] = {0};
+    shm::Locator where;  // an unnamed segment (text empty)
     cu::CUipcMemHandle mem;
     cu::CUipcEventHandle event;
 };
@@ -132,47 +133,85 @@ std::string err_text(const std::string &what, int err) { return what + ": " + st
 
 // ---- shared memory ---------------------------------------------------------
 
+// The segment is made as strata makes it: unnamed, opened by the importer through
+// the exporter's /proc/<pid>/fd; where /proc is refused (or the directory cannot hold
+// unnamed files), named and unlinked as soon as the importer has mapped it.
+//
+//   exporter                                importer
+//   create_unnamed ── locator (or name) ──> open, map   (shm.proc)
+//                  <── MSG_ERR "no proc" ── /proc refused:
+//   create named   ─────── name ─────────> open, map   (shm.open_map)
+//                  <──────── mapped ──────
+//   let go (shm.unlink)                     write back, read
+const char kNoProc[] = "no proc";
+
 void shm_exporter(Side &s, const SelftestOptions &o) {
     auto t0 = Clock::now();
     std::string name;
     int fd = -1;
-    int rc = shm::create(o.shm_bytes, &name, &fd, o.shm_dir);
-    if (rc != 0) {
-        s.report("shm.create", "FAIL", ms_since(t0), err_text("create", rc));
-        s.send_err("exporter could not create the segment");
-        return;
-    }
+    int rc = shm::create_unnamed(o.shm_bytes, &fd, o.shm_dir);
+    if (rc == EOPNOTSUPP) rc = shm::create(o.shm_bytes, &name, &fd, o.shm_dir);
     struct stat st;
     void *base = nullptr;
     std::string why;
-    if (::fstat(fd, &st) != 0) why = err_text("fstat", errno);
+    if (rc != 0) why = err_text("create", rc);
+    else if (::fstat(fd, &st) != 0) why = err_text("fstat", errno);
     else if ((st.st_mode & 0777) != 0600) why = "segment mode is not 0600";
     else if ((size_t)st.st_size != o.shm_bytes) why = "segment has the wrong size";
     else if ((rc = shm::map(fd, o.shm_bytes, &base)) != 0) why = err_text("mmap", rc);
     if (!why.empty()) {
         s.report("shm.create", "FAIL", ms_since(t0), why);
         s.send_err("exporter: " + why);
-        shm::unlink(name, o.shm_dir);
-        ::close(fd);
+        if (!name.empty()) shm::unlink(name, o.shm_dir);
+        if (fd >= 0) ::close(fd);
         return;
     }
     s.report("shm.create", "OK", ms_since(t0), "");
     uint8_t *p = static_cast<uint8_t *>(base);
     size_t half = o.shm_bytes / 2;
     for (size_t i = 0; i < half; ++i) p[i] = pattern_a(i);
-    s.send_ok(0, name);
-
     Msg m;
+    if (name.empty()) shm::locate(fd, &m.where);
+    std::snprintf(m.text, sizeof m.text, "%s", name.c_str());
+    s.send(m);
+
     bool mapped = s.recv(&m, &why);
-    // Unlink as soon as both have mapped it (or the peer gave up): nothing outlives us.
+    if (!mapped && why == std::string("peer: ") + kNoProc && name.empty()) {
+        // As strata does: a named segment with the same contents.
+        int named_fd = -1;
+        void *copy = nullptr;
+        rc = shm::create(o.shm_bytes, &name, &named_fd, o.shm_dir);
+        if (rc == 0 && (rc = shm::map(named_fd, o.shm_bytes, &copy)) == 0) {
+            std::memcpy(copy, base, o.shm_bytes);
+            shm::unmap(base, o.shm_bytes);
+            ::close(fd);
+            base = copy;
+            p = static_cast<uint8_t *>(base);
+            fd = named_fd;
+            s.send_ok(0, name);
+            mapped = s.recv(&m, &why);
+        } else {
+            why = err_text("create a named segment", rc);
+            if (named_fd >= 0) ::close(named_fd);
+            if (!name.empty()) shm::unlink(name, o.shm_dir);
+            name.clear();
+            s.send_err(why);
+        }
+    }
+    // Let go as soon as both have mapped it (or the peer gave up): nothing outlives us.
     t0 = Clock::now();
-    rc = shm::unlink(name, o.shm_dir);
-    std::string path = shm::path_of(name, o.shm_dir);
-    if (rc != 0) s.report("shm.unlink", "FAIL", ms_since(t0), err_text("unlink", rc));
-    else if (::access(path.c_str(), F_OK) == 0 || errno != ENOENT)
-        s.report("shm.unlink", "FAIL", ms_since(t0), path + " still exists after unlink");
-    else
-        s.report("shm.unlink", "OK", ms_since(t0), "");
+    ::close(fd);
+    if (name.empty()) {
+        s.report("shm.unlink", "OK", ms_since(t0), "");  // never had a name
+    } else {
+        rc = shm::unlink(name, o.shm_dir);
+        std::string path = shm::path_of(name, o.shm_dir);
+        if (rc != 0) s.report("shm.unlink", "FAIL", ms_since(t0), err_text("unlink", rc));
+        else if (::access(path.c_str(), F_OK) == 0 || errno != ENOENT)
+            s.report("shm.unlink", "FAIL", ms_since(t0), path + " still exists after unlink");
+        else
+            s.report("shm.unlink", "OK", ms_since(t0), "");
+    }
     if (mapped) {
         t0 = Clock::now();
         std::string wrong = first_wrong(p + half, o.shm_bytes - half, pattern_b);
@@ -182,7 +221,6 @@ void shm_exporter(Side &s, const SelftestOptions &o) {
     }
     s.send_ok();
     shm::unmap(base, o.shm_bytes);
-    ::close(fd);
 }
 
 void shm_importer(Side &s, const SelftestOptions &o) {
@@ -190,14 +228,33 @@ void shm_importer(Side &s, const SelftestOptions &o) {
     std::string why;
     if (!s.recv(&m, &why)) return;  // the exporter reported its failure
     auto t0 = Clock::now();
-    std::string name(m.text);
     int fd = -1;
     size_t size = 0;
     void *base = nullptr;
-    int rc = shm::open(name, &fd, &size, o.shm_dir);
+    int rc = 0;
+    if (m.text[0] == '\0') {
+        rc = shm::open_unnamed(m.where, &fd, &size);
+        if (rc == 0) {
+            s.report("shm.proc", "OK", ms_since(t0), "");
+        } else {
+            // Not a failure: strata uses a named segment here.
+            s.report("shm.proc", "SKIP", ms_since(t0),
+                     err_text("/proc/" + std::to_string(m.where.pid) + "/fd refused, strata falls back to a named "
+                              "segment", rc));
+            s.send_err(kNoProc);
+            if (!s.recv(&m, &why)) {
+                s.report("shm.open_map", "FAIL", ms_since(t0), why);
+                return;
+            }
+        }
+    }
+    if (fd < 0) {
+        std::string name(m.text);
+        rc = shm::open(name, &fd, &size, o.shm_dir);
+        if (rc != 0) why = err_text("open " + name, rc);
+    }
     if (rc == 0 && size != o.shm_bytes) why = "segment size " + std::to_string(size) + " != " + std::to_string(o.shm_bytes);
-    else if (rc != 0) why = err_text("open " + name, rc);
-    else if ((rc = shm::map(fd, size, &base)) != 0) why = err_text("mmap", rc);
+    else if (rc == 0 && (rc = shm::map(fd, size, &base)) != 0) why = err_text("mmap", rc);
     if (fd >= 0) ::close(fd);  // the mapping keeps the segment
     if (!why.empty()) {
         s.report("shm.open_map", "FAIL", ms_since(t0), why);

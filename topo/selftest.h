@@ -4,7 +4,10 @@
  * strata's intra-node channels rely on:
  *   shm.*        a segment made the strata way (topo/shm_segment.h) maps in
  *                both, a pattern written by one reads back in the other, and
- *                nothing is left in /dev/shm once both have mapped it;
+ *                nothing is left in /dev/shm once both have mapped it; shm.proc
+ *                says whether the importer could open the unnamed segment
+ *                through the exporter's /proc/<pid>/fd (SKIP: strata falls back
+ *                to a named segment on this node);
  *   gpuN.*       on each GPU: a CUDA IPC memory handle exported by one process
  *                opens in the other, a copy through it is exact, and an IPC
  *                event recorded by the exporter orders the importer's read.

@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "harness.h"
 #include "strata.h"
+#include "topo/shm_segment.h"
 
 namespace {
 
@@ -68,9 +70,74 @@ TEST(Team, SegmentInADirectoryAndNothingLeft) {
 TEST(Team, FailedSetupOnOneNodeMeansEveryRankFallsBack) {
     // Node 0 (two ranks) cannot create its segment; node 1 (one rank) needs none.
     // The agreement must still take every rank, node 1 included, off strata.
+    const int before = strata_files("/dev/shm");  // another job's may be there
     const auto st = one_allreduce({0, 0, 2}, "/nonexistent/strata-dir");
     for (size_t r = 0; r < st.size(); ++r) EXPECT_EQ(st[r], STRATA_FALLBACK) << "rank " << r;
-    EXPECT_EQ(strata_files("/dev/shm"), 0);
+    EXPECT_LE(strata_files("/dev/shm"), before);
+}
+
+// Log lines (level: text) while a guard lives.
+std::mutex g_lines_mu;
+std::vector<std::string> g_lines;
+void keep_line(int level, const char *msg) {
+    std::lock_guard<std::mutex> g(g_lines_mu);
+    g_lines.push_back(std::to_string(level) + ": " + msg);
+}
+struct Lines {
+    Lines() {
+        g_lines.clear();
+        strata_set_logger(&keep_line);
+    }
+    ~Lines() { strata_set_logger(nullptr); }
+    // The lines of level that contain every one of words.
+    std::vector<std::string> with(int level, const std::vector<std::string> &words) {
+        std::lock_guard<std::mutex> g(g_lines_mu);
+        std::vector<std::string> out;
+        const std::string head = std::to_string(level) + ": ";
+        for (const std::string &l : g_lines) {
+            bool all = l.compare(0, head.size(), head) == 0;
+            for (const std::string &w : words) all = all && l.find(w) != std::string::npos;
+            if (all) out.push_back(l);
+        }
+        return out;
+    }
+};
+
+TEST(Team, NamedSegmentWhereProcIsRefusedAndNothingLeft) {
+    // Peers cannot open the leader's unnamed segment (as where /proc is refused): the
+    // node agrees on a named one, says so at verbose level, and unlinks it at once.
+    const int before = strata_files("/dev/shm");
+    Lines lines;
+    strata::shm::refuse_proc_for_testing(true);
+    std::vector<int> res;
+    const auto st = one_allreduce({0, 0, 0, 3}, nullptr, &res);
+    strata::shm::refuse_proc_for_testing(false);
+    for (size_t r = 0; r < st.size(); ++r) {
+        EXPECT_EQ(st[r], STRATA_OK) << "rank " << r;
+        EXPECT_EQ(res[r], 10) << "rank " << r;
+    }
+    EXPECT_EQ(lines.with(1, {"2 local peer(s) of node 0", "named segment"}).size(), 1u);
+    const auto warnings = lines.with(0, {});
+    EXPECT_TRUE(warnings.empty()) << warnings[0];
+    EXPECT_LE(strata_files("/dev/shm"), before);
+}
+
+TEST(Team, SegmentTheNodeCannotSpareFallsBackWithOneLine) {
+    // Ranks 0-2 on node 0 want 3 x 4 x 4 MiB; the node "has" 16 MiB of memory, so may
+    // give 8 MiB: every rank falls back, one level-0 line names bytes and the setting.
+    strata::shm::Room room;
+    room.fs_free = uint64_t(1) << 40;
+    room.memory = 16 << 20;
+    strata::shm::set_room_for_testing(&room);
+    Lines lines;
+    const auto st = one_allreduce({0, 0, 0, 3}, nullptr);
+    strata::shm::set_room_for_testing(nullptr);
+    for (size_t r = 0; r < st.size(); ++r) EXPECT_EQ(st[r], STRATA_FALLBACK) << "rank " << r;
+    const auto said = lines.with(0, {"coll_strata_segment_size", "more than the 8388608 bytes strata may take",
+                                  std::to_string(16 << 20) + " bytes of memory available"});
+    ASSERT_EQ(said.size(), 1u);
+    EXPECT_NE(said[0].find("falls back"), std::string::npos) << said[0];
+    EXPECT_EQ(lines.with(0, {}).size(), 1u);
 }
 
 TEST(Team, BadArguments) {
