@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "mem/cuda_domain.h"
 #include "topo/json_writer.h"
 
 #include <cstdarg>
@@ -14,13 +15,11 @@ namespace topo {
 
 namespace {
 
-// The oldest driver that runs this build's kernels: the toolkit's major release (a
-// CUDA 13 nvcc writes PTX ISA 9.x and cubins that only a 13.x driver loads).
-int driver_needed(const BuildInfo &b) { return std::atoi(b.cuda_version.c_str()) * 1000; }
-
+// The build's kernels need a driver of at least b.cuda_driver_needed (the release that
+// reads their PTX's ISA; see strata::cuda_driver_needed()).
 std::string driver_needed_text(const BuildInfo &b) {
-    const int v = driver_needed(b);
-    const char *branch = v >= 13000 ? "r580" : v >= 12000 ? "r525" : v >= 11000 ? "r450" : "";
+    const int v = b.cuda_driver_needed;
+    const char *branch = cuda_driver_branch(v);
     return ">= " + cuda_version_string(v) + (*branch ? std::string(", ") + branch + "+" : std::string());
 }
 
@@ -98,7 +97,8 @@ std::string render_table(const Report &r) {
     o += "Build\n";
     o += fmt("  %-22s %s\n", "strata", b.strata_version.c_str());
     o += fmt("  %-22s %s\n", "CUDA support",
-             b.cuda ? ("yes (toolkit " + b.cuda_version + "; kernels need a CUDA driver " + driver_needed_text(b) + ")")
+             b.cuda ? ("yes (toolkit " + b.cuda_version + ", PTX ISA " + b.cuda_ptx_isa + "; kernels need a CUDA driver " +
+                      driver_needed_text(b) + ")")
                           .c_str()
                     : "no (built without CUDA; GPU paths disabled)");
     o += fmt("  %-22s built %s, running %s\n", "hwloc", b.hwloc_compile.c_str(), b.hwloc_runtime.c_str());
@@ -130,7 +130,7 @@ std::string render_table(const Report &r) {
     } else {
         o += fmt("  driver %s, MPS %s\n", cuda_version_string(r.cuda.driver_version).c_str(),
                  r.mps.running ? ("running (" + r.mps.pipe_dir + ")").c_str() : "not running");
-        if (b.cuda && r.cuda.driver_version > 0 && r.cuda.driver_version < driver_needed(b))
+        if (b.cuda && r.cuda.driver_version > 0 && r.cuda.driver_version < b.cuda_driver_needed)
             o += fmt("  driver %s is older than this build needs (%s): strata's GPU path is off; rebuild with a CUDA "
                      "%d toolkit or update the driver\n",
                      cuda_version_string(r.cuda.driver_version).c_str(), driver_needed_text(b).c_str(),
@@ -215,6 +215,7 @@ std::string render_json(const Report &r) {
     const BuildInfo &b = r.build;
     w.key("build").begin_object()
         .kv("strata_version", b.strata_version).kb("cuda", b.cuda).kv_or_null("cuda_version", b.cuda_version)
+        .kv_or_null("cuda_ptx_isa", b.cuda_ptx_isa)
         .kv("hwloc_compile", b.hwloc_compile).kv("hwloc_runtime", b.hwloc_runtime)
         .kv_or_null("ucx_compile", b.ucx_compile).kv_or_null("ucx_runtime", r.ucx.version)
         .kv("compiler", b.compiler).end_object();
@@ -230,7 +231,7 @@ std::string render_json(const Report &r) {
     w.end_array().end_object();
 
     w.key("cuda").begin_object().kb("driver_found", r.cuda.driver_found)
-        .kv_or_null("driver_needed", r.build.cuda ? cuda_version_string(driver_needed(r.build)) : std::string())
+        .kv_or_null("driver_needed", r.build.cuda ? cuda_version_string(r.build.cuda_driver_needed) : std::string())
         .kv_or_null("driver_version", cuda_version_string(r.cuda.driver_version)).kv("note", r.cuda.note)
         .key("mps").begin_object().kb("running", r.mps.running).kv("pipe_dir", r.mps.pipe_dir).end_object()
         .key("nvml").begin_object().kb("found", r.nvml.found).kv("note", r.nvml.note).end_object()

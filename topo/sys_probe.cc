@@ -13,6 +13,8 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include "mem/cuda_domain.h"
+
 #ifdef STRATA_HAVE_CUDA
 #include <cuda.h>
 #endif
@@ -36,6 +38,8 @@ BuildInfo build_info() {
 #ifdef STRATA_HAVE_CUDA
     b.cuda = true;
     b.cuda_version = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string((CUDA_VERSION % 1000) / 10);
+    b.cuda_ptx_isa = cuda_kernels_ptx_isa();
+    b.cuda_driver_needed = cuda_driver_needed();
 #endif
     // hwloc reports only its API version at run time (2.9.0 implements API 2.8.0).
     b.hwloc_compile = "API " + hwloc_version_string(HWLOC_API_VERSION);

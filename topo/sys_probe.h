@@ -19,6 +19,8 @@ struct BuildInfo {
     std::string strata_version;
     bool cuda = false;              // built with STRATA_HAVE_CUDA
     std::string cuda_version;       // CUDA_VERSION of the toolkit headers, "" without
+    std::string cuda_ptx_isa;       // ISA of the kernels' PTX ("8.0"), "" without
+    int cuda_driver_needed = 0;     // strata::cuda_driver_needed(): 12000 = 12.0, 0 without
     std::string hwloc_compile, hwloc_runtime;
     std::string ucx_compile;        // "" when built without UCX headers
     std::string compiler;

@@ -34,10 +34,23 @@ MemDomain *cuda_domain(int device, std::string *why);
 // STRATA_ERR_UNSUPPORTED and strata falls back to the host path.
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op);
 
-// The oldest CUDA driver (cuDriverGetVersion's number, 13000 = 13.0) that runs this
-// build's kernels: the toolkit's major release, since cubins and PTX from a CUDA 13
-// nvcc need a CUDA 13 driver (r580 or newer); 0 in builds without CUDA.
+// The oldest CUDA driver (cuDriverGetVersion's number, 12000 = 12.0) that runs this
+// build's kernels on every GPU they target: the first release whose JIT reads the ISA
+// of the fatbin's PTX (cuda_kernels_ptx_isa(); the build lowers it to 8.0, CUDA 12.0's,
+// see src/mem/Makefile.inc). A driver of the toolkit's major release may run the
+// cubins instead; an older one compiles the PTX. 0 in builds without CUDA.
 int cuda_driver_needed();
+// The PTX ISA the fatbin carries, e.g. "8.0"; "" in builds without CUDA.
+std::string cuda_kernels_ptx_isa();
+// The fatbin the domain loads (cuModuleLoadData's image) and its size; nullptr and 0 in
+// builds without CUDA.
+const void *cuda_kernels_image(size_t *bytes);
+// The first CUDA release (13000 = 13.0) whose driver reads PTX ISA major.minor; 0 for
+// an ISA newer than strata knows.
+int cuda_ptx_isa_driver(int major, int minor);
+// The driver branch that first shipped CUDA release driver_version ("r525" for 12000,
+// "r580" for 13000; the latest one at or below it); "" before CUDA 11.0.
+const char *cuda_driver_branch(int driver_version);
 // "" when driver_version (cuDriverGetVersion's) runs this build's kernels, else the
 // one line that says why the GPU path is off.
 std::string cuda_driver_mismatch(int driver_version);

@@ -127,6 +127,8 @@ static_assert(kernel_index(STRATA_INT32, STRATA_OP_SUM) >= 0 && kernel_index(STR
 // src/mem/cuda_kernels_fatbin.cc by the build. The image cuModuleLoadData takes.
 extern "C" const unsigned char strata_cuda_fatbin[];
 extern "C" const size_t strata_cuda_fatbin_size;
+// The ISA (major, minor) of the PTX in it, as its .version line says.
+extern "C" const int strata_cuda_ptx_isa[2];
 #endif
 
 #endif

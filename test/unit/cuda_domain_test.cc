@@ -462,45 +462,4 @@ TEST_F(CudaDomainTest, HostStagingIsPinnedAndReused) {
     EXPECT_EQ(strata_host_copy_get(&on_stack, 100), nullptr) << "host memory needs no staging";
 }
 
-// The child of the test below: exits 0 when GPU 0's domain copies both ways and
-// refuses to prepare its kernels.
-void old_driver_child() {
-    std::string w;
-    strata::MemDomain *d = strata::cuda_domain(0, &w);
-    bool copied = false;
-    void *dev = nullptr, *host = nullptr;
-    if (d != nullptr && d->alloc(64, &dev) == STRATA_OK && d->alloc_host(64, &host) == STRATA_OK) {
-        memset(host, 7, 64);
-        strata::Ticket t{};
-        bool done = false;
-        copied = d->copy(dev, host, 64, &t) == STRATA_OK;
-        while (copied && !done) copied = d->poll(&t, &done) == STRATA_OK;
-        memset(host, 0, 64);
-        copied = copied && d->copy(host, dev, 64, &t) == STRATA_OK;
-        for (done = false; copied && !done;) copied = d->poll(&t, &done) == STRATA_OK;
-        copied = copied && static_cast<unsigned char *>(host)[63] == 7;
-    }
-    const bool refused = d != nullptr && d->prepare() != STRATA_OK;
-    fprintf(stderr, "domain %s, %s, %s\n", d ? "made" : "none", copied ? "copies" : "no copies",
-            refused ? "kernels refused" : "kernels prepared");
-    exit(copied && refused ? 0 : 1);
-}
-
-// A driver older than the toolkit refuses the kernels (a CUDA 13 build on a 12.4
-// driver): the domain says so in one line and refuses to prepare (no team runs its
-// schedules in GPU memory), but it still copies, which is all staging device buffers
-// through the host needs. In a fresh process: the domain of a process is made once.
-TEST(CudaDriverVersionTest, AnOlderDriverRefusesTheKernelsInOneLineAndStillCopies) {
-    std::string why;
-    if (strata::cuda_driver(&why) == nullptr) GTEST_SKIP() << "needs a CUDA driver: " << why;
-    struct fakecuda_stats s {};
-    if (!fake_counts(&s)) GTEST_SKIP() << "needs the fake driver (FAKECUDA_DRIVER_VERSION)";
-    ::testing::FLAGS_gtest_death_test_style = "threadsafe";  // re-run this test in a new process
-    setenv("FAKECUDA_DRIVER_VERSION", "12040", 1);
-    EXPECT_EXIT(old_driver_child(),
-        ::testing::ExitedWithCode(0),
-        "GPU path off: the CUDA driver is 12.4(.|\n)*domain made, copies, kernels refused");
-    unsetenv("FAKECUDA_DRIVER_VERSION");
-}
-
 }  // namespace

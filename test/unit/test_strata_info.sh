@@ -24,18 +24,20 @@ done
 rc=$?
 [ $rc -le 1 ] || { echo "FAIL: --selftest exit $rc"; fail=1; }
 
-python3 - "$tmp/json" "$rc" <<'PY' || fail=1
+python3 - "$tmp/json" "$rc" "$tmp/table" <<'PY' || fail=1
 import json, sys
 doc = json.load(open(sys.argv[1]))
 rc = int(sys.argv[2])
 S, I, B, N, L, D = str, int, bool, type(None), list, dict
 schema = {
     "schema": S,
-    "build": {"strata_version": S, "cuda": B, "cuda_version": (S, N), "hwloc_compile": S,
-              "hwloc_runtime": S, "ucx_compile": (S, N), "ucx_runtime": (S, N), "compiler": S},
+    "build": {"strata_version": S, "cuda": B, "cuda_version": (S, N), "cuda_ptx_isa": (S, N),
+              "hwloc_compile": S, "hwloc_runtime": S, "ucx_compile": (S, N), "ucx_runtime": (S, N),
+              "compiler": S},
+    "ompi_series": D,
     "open_mpi": {"found": B, "version": (S, N), "cuda_aware": (B, N), "note": S},
     "cpu": {"found": B, "note": S, "packages": I, "numa_nodes": I, "cores": I, "pus": I, "numa": L},
-    "cuda": {"driver_found": B, "driver_version": (S, N), "note": S,
+    "cuda": {"driver_found": B, "driver_needed": (S, N), "driver_version": (S, N), "note": S,
              "mps": {"running": B, "pipe_dir": S}, "nvml": {"found": B, "note": S}, "pci_gpus": L},
     "gpus": L, "peer_access": L, "nvlinks": L, "nics": L,
     "rails": {"ranks_per_node": I, "map": L},
@@ -67,6 +69,18 @@ check(doc, schema, "$")
 for key, sch in items.items():
     for i, it in enumerate(doc.get(key, [])): check(it, sch, "$.%s[%d]" % (key, i))
 if doc.get("schema") != "strata-info/1": errors.append("$.schema: unexpected " + str(doc.get("schema")))
+# The driver the kernels need follows from their PTX's ISA (the build lowers a newer
+# one to 8.0, CUDA 12.0's): 8.0 -> 12.0, 7.x (a CUDA 11 toolkit) -> 11.x.
+build, cuda = doc["build"], doc["cuda"]
+if build["cuda"]:
+    isa, need = build["cuda_ptx_isa"], cuda["driver_needed"]
+    want = {"8.0": "12.0"}.get(isa, "11." + isa[2:] if isa and isa.startswith("7.") else None)
+    if want is None or need != want:
+        errors.append("PTX ISA %r wants driver %r, strata-info says %r" % (isa, want, need))
+    said = "kernels need a CUDA driver >= %s, r" % need
+    if said not in open(sys.argv[3]).read(): errors.append("the table does not say '%s...'" % said)
+elif build["cuda_ptx_isa"] is not None or cuda["driver_needed"] is not None:
+    errors.append("a build without CUDA states a PTX ISA or a driver")
 rails = doc["rails"]
 if rails["ranks_per_node"] != 3 or len(rails["map"]) != 3: errors.append("$.rails: want 3 entries")
 names = [t["name"] for t in doc["selftest"]]

@@ -243,6 +243,35 @@ TEST(BuildFacts, VersionsPresent) {
     EXPECT_EQ(cuda_version_string(0), "");
 }
 
+// The driver the build's kernels need is the build's fact (the driver that reads their
+// PTX's ISA), not the toolkit's release: a CUDA 13 build whose PTX is ISA 8.0 needs
+// 12.0 (r525+), so a 12.4 driver gets no warning and an 11.8 one does.
+TEST(Report, SaysWhichDriverTheKernelsNeed) {
+    Report r = sample();
+    r.build.cuda = true;
+    r.build.cuda_version = "13.0";
+    r.build.cuda_ptx_isa = "8.0";
+    r.build.cuda_driver_needed = 12000;
+    std::string t = render_table(r);
+    EXPECT_NE(t.find("yes (toolkit 13.0, PTX ISA 8.0; kernels need a CUDA driver >= 12.0, r525+)"), std::string::npos)
+        << t;
+    EXPECT_EQ(t.find("older than this build needs"), std::string::npos) << t;
+    J j;
+    ASSERT_TRUE(parse(render_json(r), &j));
+    EXPECT_EQ(j["cuda"]["driver_needed"].s, "12.0");
+    EXPECT_EQ(j["build"]["cuda_ptx_isa"].s, "8.0");
+    r.cuda.driver_version = 11080;
+    t = render_table(r);
+    EXPECT_NE(t.find("driver 11.8 is older than this build needs (>= 12.0, r525+): strata's GPU path is off"),
+              std::string::npos)
+        << t;
+    r.build.cuda_ptx_isa = "9.0";
+    r.build.cuda_driver_needed = 13000;
+    r.cuda.driver_version = 12040;
+    t = render_table(r);
+    EXPECT_NE(t.find("driver 12.4 is older than this build needs (>= 13.0, r580+)"), std::string::npos) << t;
+}
+
 TEST(Parsers, OmpiInfo) {
     OmpiInfo o;
     parse_ompi_info("ompi:version:full:4.1.4\nmca:mpi:base:param:mpi_built_with_cuda_support:value:true\n"
