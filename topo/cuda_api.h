@@ -124,4 +124,23 @@ struct Driver {
 }  // namespace topo
 }  // namespace strata
 
+namespace strata {
+
+// The first CUDA release (13000 = 13.0) whose driver reads PTX ISA major.minor; 0 for
+// an ISA newer than strata knows.
+int cuda_ptx_isa_driver(int major, int minor);
+// The driver branch that first shipped CUDA release driver_version ("r525" for 12000,
+// "r580" for 13000; the latest one at or below it); "" before CUDA 11.0.
+const char *cuda_driver_branch(int driver_version);
+
+namespace topo {
+// Build facts of the kernels (the generated image records the PTX ISA it carries,
+// src/mem/Makefile.inc): the ISA as "8.0", and the oldest driver that reads it
+// (cuDriverGetVersion's number); "" and 0 in builds without CUDA.
+std::string build_ptx_isa();
+int build_driver_needed();
+}  // namespace topo
+
+}  // namespace strata
+
 #endif

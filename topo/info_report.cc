@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "mem/cuda_domain.h"
+#include "topo/cuda_api.h"
 #include "topo/json_writer.h"
 
 #include <cstdarg>

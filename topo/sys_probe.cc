@@ -13,7 +13,7 @@
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 
-#include "mem/cuda_domain.h"
+#include "topo/cuda_api.h"
 
 #ifdef STRATA_HAVE_CUDA
 #include <cuda.h>
@@ -38,8 +38,8 @@ BuildInfo build_info() {
 #ifdef STRATA_HAVE_CUDA
     b.cuda = true;
     b.cuda_version = std::to_string(CUDA_VERSION / 1000) + "." + std::to_string((CUDA_VERSION % 1000) / 10);
-    b.cuda_ptx_isa = cuda_kernels_ptx_isa();
-    b.cuda_driver_needed = cuda_driver_needed();
+    b.cuda_ptx_isa = build_ptx_isa();
+    b.cuda_driver_needed = build_driver_needed();
 #endif
     // hwloc reports only its API version at run time (2.9.0 implements API 2.8.0).
     b.hwloc_compile = "API " + hwloc_version_string(HWLOC_API_VERSION);

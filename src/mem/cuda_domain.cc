@@ -573,15 +573,9 @@ MemDomain *cuda_domain(int device, std::string *why) {
 
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op) { return kern::kernel_index(dtype, op) >= 0; }
 
-int cuda_driver_needed() {
-    const int v = cuda_ptx_isa_driver(strata_cuda_ptx_isa[0], strata_cuda_ptx_isa[1]);
-    // An ISA newer than the table: no driver older than the toolkit itself is known to read it.
-    return v > 0 ? v : CUDA_VERSION - CUDA_VERSION % 10;
-}
+int cuda_driver_needed() { return topo::build_driver_needed(); }
 
-std::string cuda_kernels_ptx_isa() {
-    return std::to_string(strata_cuda_ptx_isa[0]) + "." + std::to_string(strata_cuda_ptx_isa[1]);
-}
+std::string cuda_kernels_ptx_isa() { return topo::build_ptx_isa(); }
 
 const void *cuda_kernels_image(size_t *bytes) {
     *bytes = strata_cuda_fatbin_size;
@@ -640,37 +634,4 @@ extern "C" void strata_cuda_report(void) {}  // no GPU domain was ever made
 
 #endif
 
-namespace strata {
-namespace {
 
-// CUDA releases: the PTX ISA each one's compiler writes (its driver reads that and
-// every older ISA) and the driver branch that shipped it (NVIDIA's release notes and
-// the PTX ISA guide). 12.7 was never released: ISA 8.6 is first read by 12.8's driver.
-struct Release {
-    int version, isa_major, isa_minor;
-    const char *branch;
-};
-constexpr Release kReleases[] = {
-    {11000, 7, 0, "r450"}, {11010, 7, 1, "r455"}, {11020, 7, 2, "r460"}, {11030, 7, 3, "r465"},
-    {11040, 7, 4, "r470"}, {11050, 7, 5, "r495"}, {11060, 7, 6, "r510"}, {11070, 7, 7, "r515"},
-    {11080, 7, 8, "r520"}, {12000, 8, 0, "r525"}, {12010, 8, 1, "r530"}, {12020, 8, 2, "r535"},
-    {12030, 8, 3, "r545"}, {12040, 8, 4, "r550"}, {12050, 8, 5, "r555"}, {12060, 8, 5, "r560"},
-    {12080, 8, 7, "r570"}, {12090, 8, 8, "r575"}, {13000, 9, 0, "r580"}, {13010, 9, 1, "r590"},
-};
-
-}  // namespace
-
-int cuda_ptx_isa_driver(int major, int minor) {
-    for (const Release &r : kReleases)
-        if (r.isa_major > major || (r.isa_major == major && r.isa_minor >= minor)) return r.version;
-    return 0;
-}
-
-const char *cuda_driver_branch(int driver_version) {
-    const char *b = "";
-    for (const Release &r : kReleases)
-        if (r.version <= driver_version) b = r.branch;
-    return b;
-}
-
-}  // namespace strata

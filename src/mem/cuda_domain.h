@@ -21,6 +21,7 @@
 #include <string>
 
 #include "mem/domain.h"
+#include "topo/cuda_api.h"
 
 namespace strata {
 
@@ -45,12 +46,7 @@ std::string cuda_kernels_ptx_isa();
 // The fatbin the domain loads (cuModuleLoadData's image) and its size; nullptr and 0 in
 // builds without CUDA.
 const void *cuda_kernels_image(size_t *bytes);
-// The first CUDA release (13000 = 13.0) whose driver reads PTX ISA major.minor; 0 for
-// an ISA newer than strata knows.
-int cuda_ptx_isa_driver(int major, int minor);
-// The driver branch that first shipped CUDA release driver_version ("r525" for 12000,
-// "r580" for 13000; the latest one at or below it); "" before CUDA 11.0.
-const char *cuda_driver_branch(int driver_version);
+// cuda_ptx_isa_driver and cuda_driver_branch: topo/cuda_api.h.
 // "" when driver_version (cuDriverGetVersion's) runs this build's kernels, else the
 // one line that says why the GPU path is off.
 std::string cuda_driver_mismatch(int driver_version);

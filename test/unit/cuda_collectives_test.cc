@@ -156,6 +156,7 @@ void tally(int level, const char *msg) {
         ++g_log.unshared;  // each rank of the node notes such a call (at most 8 here)
         return;
     }
+    if (level == 2 && m.rfind("node segment of ", 0) == 0) return;  // how setup made the host segment
     for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
         const std::string head = std::string(strata_coll_name(strata_coll_t(c))) + ": ";
         if (level != 2 || m.rfind(head, 0) != 0 || m.find(" bytes, ") == std::string::npos) continue;
