@@ -129,6 +129,32 @@ Status exchange(P2PChannel &ch, int tag, const std::vector<Msg> &sends, const st
     return p.wait(ch, w, [](size_t) { return STRATA_OK; }, why);
 }
 
+Status wait_request(P2PChannel &ch, void *req, const Waiter &w, const char *what, std::string *why) {
+    const Clock::time_point since = Clock::now();
+    for (;;) {
+        bool done = false;
+        const Status st = ch.test(req, &done);
+        if (st != STRATA_OK) {
+            *why = std::string(what) + ": " + status_name(st);
+            return st;
+        }
+        if (done) return STRATA_OK;
+        const double waited = std::chrono::duration<double>(Clock::now() - since).count();
+        if (w.timeout > 0 && waited >= w.timeout) {
+            char b[128];
+            snprintf(b, sizeof b, "no progress for %.1f s (coll_strata_timeout): waiting for ", waited);
+            *why = b + std::string(what) + " (every rank makes it)";
+            return STRATA_ERR_TIMEOUT;
+        }
+        if (w.idle) {
+            w.idle();
+        } else {
+            ch.progress();
+            sched_yield();
+        }
+    }
+}
+
 Status Agreements::round(int tag, int to, const std::vector<int> &out, int from, std::vector<int> *in,
                          const Waiter &w, const char *what, int r, std::string *why) {
     const int seq = int(uint32_t(seq_));

@@ -49,6 +49,11 @@ struct Msg {
 Status exchange(P2PChannel &ch, int tag, const std::vector<Msg> &sends, const std::vector<Msg> &recvs,
                 const Waiter &w, std::string *why);
 
+// Waits for one request of ch that is not a message (the stack's own collective
+// operation, say): on failure *why names what, and the request is left to the caller
+// (nothing is cancelled).
+Status wait_request(P2PChannel &ch, void *req, const Waiter &w, const char *what, std::string *why);
+
 // The agreements of one team (rank of size), over ch with tags tag_base + 0 ..
 // tag_base + kTags - 1 (the caller reserves them). Each call is collective: every rank
 // makes the same calls in the same order. On failure *why names the agreement (what),

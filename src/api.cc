@@ -245,6 +245,10 @@ void start_request(strata_request *r) {
 // on every rank or on none. A blocking call first waits for the team's queued ones:
 // it comes after them in MPI's order.
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{}) {
+    // The stack is making the team's own communicator with this communicator's
+    // collectives (Team::open_private): they are its, on every rank, and may come from
+    // another thread's progress while the maker holds the team.
+    if (team.opening_private()) return STRATA_FALLBACK;
     std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
     const bool blocking = start.mode == CallInfo::Blocking;
     // After a failed call (every rank that took part returned an error, or hears of it
@@ -264,7 +268,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
                 strata_coll_name(coll));
             return STRATA_FALLBACK;
         }
-        Status st = team.ensure_setup();
+        Status st = team.ensure_setup(true);
         if (st != STRATA_OK) return st;
     } else if (!team.ready()) {
         // Setup agrees among all ranks, which a nonblocking call must not wait for: the
@@ -489,7 +493,7 @@ strata_status_t strata_team_setup(strata_team_t *team) {
     if (team == nullptr) return STRATA_ERR_ARG;
     Team &t = *static_cast<Team *>(team);
     std::lock_guard<std::recursive_mutex> held(t.mutex());
-    return t.ensure_setup();
+    return t.ensure_setup(false);
 }
 
 // A NULL buffer where this rank has bytes to move fails the call on this rank (after

@@ -109,6 +109,19 @@ typedef struct strata_transport {
      * message is larger than posted fails test() with STRATA_ERR_TRUNCATE. */
     void (*cancel)(void *ctx, void *req, int is_recv);
     int device_capable;  /* isend/irecv take GPU memory (a CUDA-aware stack), the same on every rank */
+    /* A communicator of strata's own for this team's messages (Open MPI: a duplicate of
+     * the communicator, on which nothing else in the job sends), so that no message of
+     * the stack's own -- its nonblocking collectives, other components -- can ever
+     * match one of strata's, whatever tags either uses. open_private starts making it
+     * and gives a request the core completes with test(): collective over the team, it
+     * is called at the same blocking call on every rank with none of the team's
+     * messages outstanding. private_done(ctx, 1) then moves every later message there;
+     * private_done(ctx, 0) gives it up (the wait failed; the request is abandoned and
+     * what it makes, if it ever completes, is freed with the team). While it is being
+     * made, the team hands every call back (the stack makes it with the communicator's
+     * own collectives). Both NULL: messages stay on the team's communicator. */
+    int (*open_private)(void *ctx, void **req);
+    void (*private_done)(void *ctx, int ok);
     /* Progresses the stack's outstanding work (Open MPI: opal_progress, which also
      * runs strata_progress), called while a call waits: strata's own requests, and
      * the stack's nonblocking collectives a peer may be waiting for, advance. May be

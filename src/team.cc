@@ -74,11 +74,16 @@ bool Team::defer_setup(size_t call_bytes) {
     return true;
 }
 
-Status Team::ensure_setup() {
+Status Team::ensure_setup(bool blocking_call) {
     ++setup_calls_;
     const bool ask_again = recheck_gpus_ && (setup_calls_ & (setup_calls_ - 1)) == 0;
-    if (setup_ == Setup::Ready && !ask_again) return STRATA_OK;
     if (setup_ == Setup::Failed || (setup_ == Setup::Off && !ask_again)) return STRATA_FALLBACK;
+    // Every message from here on goes over the team's own communicator. A team set up
+    // while its communicator was made (coll_strata_setup_at_creation, inside the stack's
+    // progress loop, where no communicator can be made) moves there at its first
+    // blocking call.
+    if (blocking_call) STRATA_CHECK(open_private());
+    if (setup_ == Setup::Ready && !ask_again) return STRATA_OK;
 
     // One allgather tells every rank the node keys, which ranks have a GPU, which
     // could still get one (a driver with GPUs), and which opted out (the info key
@@ -169,6 +174,32 @@ Status Team::ensure_setup() {
         cfg_.segment_size, device() ? "GPU" : "host",
         !device() ? "" : direct_ ? ", device memory to point-to-point directly"
                                  : ", point-to-point staged through host");
+    return STRATA_OK;
+}
+
+// Every rank makes the communicator at the same blocking call (setup, or the first
+// blocking call of a team set up at creation) after its queued calls completed, so no
+// message of the team is outstanding on either side of the move: a peer still in an
+// earlier call gets this rank's messages of that call on the old communicator, as it
+// posted them. The wait is strata's own, under coll_strata_timeout. A rank whose
+// communicator could not be made fails the setup; its peers, on the new one, wait for
+// it at the setup's agreement and fail at their deadline.
+Status Team::open_private() {
+    if (private_ || tp_.open_private == nullptr || tp_.private_done == nullptr) return STRATA_OK;
+    private_ = true;  // once, whatever comes of it
+    const bool inbox = inbox_req_ != nullptr;
+    close_inbox();  // posted again on the new communicator
+    opening_private_.store(true, std::memory_order_release);
+    void *req = nullptr;
+    std::string why;
+    Status st = Status(tp_.open_private(tp_.ctx, &req));
+    if (st == STRATA_OK) st = wait_request(wire_, req, waiter(), "the team's own communicator", &why);
+    else why = std::string("making the team's own communicator: ") + status_name(st);
+    opening_private_.store(false, std::memory_order_release);
+    tp_.private_done(tp_.ctx, st == STRATA_OK);
+    if (st != STRATA_OK) return setup_failed(st, why);
+    log(2, "rank %d: this communicator's strata messages go over a communicator of their own", rank_);
+    if (inbox) post_inbox();
     return STRATA_OK;
 }
 

@@ -7,6 +7,7 @@
 #ifndef STRATA_TEAM_H
 #define STRATA_TEAM_H
 
+#include <atomic>
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -34,8 +35,10 @@ public:
 
     // Collective: learns the layout and sets up shared memory, once. Returns
     // STRATA_OK when strata can run, STRATA_FALLBACK when every rank has agreed it
-    // cannot (the reason was logged once), or an error.
-    Status ensure_setup();
+    // cannot (the reason was logged once), or an error. blocking_call: called inside a
+    // blocking collective of the application (not from the communicator's creation),
+    // where the team's own communicator can be made (open_private).
+    Status ensure_setup(bool blocking_call);
     // A new team's first small calls (at most small_msg_size bytes, call_bytes as every
     // rank sees it) go back to the previous component, up to coll_strata_lazy_calls of
     // them, so that a communicator that lives for a few small calls costs no shared
@@ -140,6 +143,10 @@ public:
     // Set up and serving: a nonblocking call may only use a team in this state (setup
     // agrees among all ranks, which a nonblocking call must not wait for).
     bool ready() const { return setup_ == Setup::Ready && !broken(); }
+    // While the team's private communicator is being made (open_private) every call on
+    // it is handed back: the stack makes it with the communicator's own collectives,
+    // whose progress may run on any thread (read without the team's lock).
+    bool opening_private() const { return opening_private_.load(std::memory_order_acquire); }
 
     // The schedule ran to completion: raises this rank's flags to the end of the call
     // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size.
@@ -209,6 +216,10 @@ private:
     Status setup_device(std::string *why);
     void release_device();
     Status agree_device(bool gpu_everywhere);
+    // Moves the team's messages to a communicator of their own (strata_transport_t::
+    // open_private), once, at a blocking call: every later message is out of reach of
+    // anything else the job sends. A no-op where the transport has none.
+    Status open_private();
 
     int rank_, size_, node_key_;
     strata_transport_t tp_;
@@ -218,6 +229,8 @@ private:
     uint64_t setup_calls_ = 0;
     int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
+    bool private_ = false;       // messages go over the team's own communicator
+    std::atomic<bool> opening_private_{false};
     uint64_t same_value_ = 0;    // expect_same()
     bool same_ok_ = true, same_everywhere_ = false;
     int first_not_ok_ = INT_MAX;

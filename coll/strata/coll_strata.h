@@ -82,6 +82,11 @@ typedef struct mca_coll_strata_module_t {
     mca_coll_strata_prev_t prev;
     strata_team_t *team;                /* created in enable, destroyed with the module */
     strata_transport_t transport;       /* ctx = this module */
+    /* The team's own communicator (a duplicate of comm that strata alone sends on),
+     * once made: every message of strata's goes over it (coll_strata_p2p.c). wire_slot
+     * is where a pending duplicate lands; one given up is left to Open MPI. */
+    struct ompi_communicator_t *wire;
+    struct ompi_communicator_t **wire_slot;
     size_t *rs_counts;                  /* reduce_scatter scratch, comm size entries */
     /* The count arrays of allgather(v) and alltoall(v) calls (MCA_COLL_STRATA_COUNTS_*),
      * made at a communicator's first such call and kept: a blocking collective is one
@@ -109,6 +114,11 @@ void mca_coll_strata_fill_config(strata_config_t *cfg);
 #define MCA_COLL_STRATA_TAG_BASE (-(1 << 22))
 
 void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transport_t *t);
+/* Frees the team's own communicator (after the team, whose requests use it). */
+void mca_coll_strata_wire_release(mca_coll_strata_module_t *m);
+/* The info key and value that mark a communicator as a team's own (comm_query declines it). */
+#define MCA_COLL_STRATA_WIRE_KEY "strata"
+#define MCA_COLL_STRATA_WIRE_VALUE "wire"
 
 /* ---------------------------------------------------------------- support checks */
 

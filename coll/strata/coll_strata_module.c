@@ -20,6 +20,8 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
     m->team = NULL;
     memset(&m->transport, 0, sizeof(m->transport));
     m->rs_counts = NULL;
+    m->wire = NULL;
+    m->wire_slot = NULL;
     m->counts[0] = m->counts[1] = NULL;
     m->counts_bytes[0] = m->counts_bytes[1] = 0;
 }
@@ -40,6 +42,7 @@ static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
 {
     strata_team_destroy(m->team);
     m->team = NULL;
+    mca_coll_strata_wire_release(m);
     free(m->rs_counts);
     m->rs_counts = NULL;
     free(m->counts[0]);
@@ -123,20 +126,25 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
     return OMPI_SUCCESS;
 }
 
+/* The value of the info key "strata" on comm ("" when none). */
+static void comm_strata_key(struct ompi_communicator_t *comm, char *value, int len)
+{
+    opal_info_t *info = MCA_COLL_STRATA_COMM_INFO(comm);
+    int flag = 0;
+
+    value[0] = '\0';
+    if (NULL == info ||
+        OPAL_SUCCESS != mca_coll_strata_info_get(info, MCA_COLL_STRATA_WIRE_KEY, value, len, &flag) || !flag) {
+        value[0] = '\0';
+    }
+}
+
 /* info key "strata" = off/false/no/0 on the communicator opts it out. */
 static int comm_opted_out(struct ompi_communicator_t *comm)
 {
-    opal_info_t *info = MCA_COLL_STRATA_COMM_INFO(comm);
-    char value[32] = "";
-    int flag = 0;
+    char value[32];
 
-    if (NULL == info) {
-        return 0;
-    }
-    if (OPAL_SUCCESS != mca_coll_strata_info_get(info, "strata", value, (int) sizeof(value), &flag) ||
-        !flag) {
-        return 0;
-    }
+    comm_strata_key(comm, value, (int) sizeof(value));
     return 0 == strcasecmp(value, "off") || 0 == strcasecmp(value, "false") ||
            0 == strcasecmp(value, "no") || 0 == strcmp(value, "0") ||
            0 == strcasecmp(value, "disable") || 0 == strcasecmp(value, "disabled");
@@ -158,6 +166,14 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         why = "single-rank communicator";
     } else if (mca_coll_strata_component.priority < 0) {
         why = "negative priority";
+    } else {
+        /* A team's own communicator (coll_strata_p2p.c): only strata's point-to-point
+         * messages go over it. The key is set on every rank's copy alike. */
+        char value[32];
+        comm_strata_key(comm, value, (int) sizeof(value));
+        if (0 == strcmp(value, MCA_COLL_STRATA_WIRE_VALUE)) {
+            why = "strata's own communicator for a team's messages";
+        }
     }
     /* The info key strata=off is read by each rank alone, so it does not decline here
      * (a rank that declined would run another component while its peers ran strata):

@@ -2,9 +2,24 @@
 /*
  * coll_strata_p2p.c - the transport callbacks the core uses on this communicator.
  *
- * Inter-node traffic is point-to-point on the communicator itself with collective
- * (negative) tags, as Open MPI's coll/base algorithms do; applications cannot use
- * negative tags, so nothing can match ours by accident.
+ * Every message goes over the team's own communicator: a duplicate of the
+ * communicator, made at the team's setup (at the first blocking call of a team set up
+ * at its creation), which nothing but strata sends on. Tags alone cannot keep strata's
+ * messages apart from Open MPI's own on the communicator itself:
+ *  - 4.1 and 5.0 hand out every negative tag already: coll/base's blocking algorithms
+ *    -10..-27, libnbc one per nonblocking collective counting down from -28 to
+ *    -(INT_MAX/2)+1 and then wrapping, 5.0's neighborhood collectives, hcoll and UCC
+ *    below that down to -INT_MAX (ompi/mca/coll/base/coll_tags.h);
+ *  - pml/ucx matches only the low 23 bits of a tag, so libnbc's counter meets every
+ *    value strata could pick after about 8.4 million nonblocking collectives on one
+ *    communicator (4.2 million for the data tags), and an outstanding one could take
+ *    a strata message or the reverse.
+ * A communicator of its own has its own matching context (ob1 and ucx match the
+ * context id first), so no tag of anyone's can meet strata's there, for the life of
+ * a job of any length. Until it is made (the setup's first exchange of a team set up
+ * at creation, inside the communicator's making, where no other communicator can be
+ * made) messages use the communicator itself; it is brand new then, and libnbc's
+ * counter on it starts at -28, far from the tags below.
  *
  * Tag range. The core uses tags 0..STRATA_TAG_SPACE-1; they become
  * MCA_COLL_STRATA_TAG_BASE - tag = [-(2^22) - STRATA_TAG_SPACE + 1, -(2^22)].
@@ -27,6 +42,7 @@
 
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
+#include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
@@ -37,6 +53,12 @@
 static inline int strata_tag(int tag)
 {
     return MCA_COLL_STRATA_TAG_BASE - tag;
+}
+
+/* Where the team's messages go: its own communicator once made. */
+static inline struct ompi_communicator_t *wire_of(mca_coll_strata_module_t *m)
+{
+    return NULL != m->wire ? m->wire : m->comm;
 }
 
 static int p2p_check(void *ctx, int peer, int tag, size_t bytes)
@@ -61,7 +83,7 @@ static int mca_coll_strata_isend(void *ctx, const void *buf, size_t bytes, int p
         return STRATA_ERR_ARG;
     }
     rc = MCA_PML_CALL(isend(buf, bytes, MPI_BYTE, peer, strata_tag(tag),
-                            MCA_PML_BASE_SEND_STANDARD, m->comm, &r));
+                            MCA_PML_BASE_SEND_STANDARD, wire_of(m), &r));
     if (OMPI_SUCCESS != rc) {
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: isend of %zu bytes to %d failed (%d)", bytes, peer, rc);
@@ -80,7 +102,7 @@ static int mca_coll_strata_irecv(void *ctx, void *buf, size_t bytes, int peer, i
         return rc;
     }
     rc = MCA_PML_CALL(irecv(buf, bytes, MPI_BYTE, STRATA_ANY_SOURCE == peer ? MPI_ANY_SOURCE : peer,
-                            strata_tag(tag), m->comm, &r));
+                            strata_tag(tag), wire_of(m), &r));
     if (OMPI_SUCCESS != rc) {
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: irecv of %zu bytes from %d failed (%d)", bytes, peer, rc);
@@ -160,6 +182,78 @@ static void mca_coll_strata_progress(void *ctx)
     (void) opal_progress();
 }
 
+/* Starts duplicating the communicator, marked with the info key that makes strata
+ * decline the duplicate; the core waits on *req with test(). */
+static int mca_coll_strata_open_private(void *ctx, void **req)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
+    ompi_request_t *r = MPI_REQUEST_NULL;
+    opal_info_t *info;
+    int rc;
+
+    if (NULL != m->wire || NULL != m->wire_slot) {
+        return STRATA_ERR_ARG;   /* made once */
+    }
+    m->wire_slot = (struct ompi_communicator_t **) malloc(sizeof *m->wire_slot);
+    info = OBJ_NEW(opal_info_t);
+    if (NULL == m->wire_slot || NULL == info) {
+        free(m->wire_slot);
+        m->wire_slot = NULL;
+        if (NULL != info) {
+            OBJ_RELEASE(info);
+        }
+        return STRATA_ERR_NOMEM;
+    }
+    *m->wire_slot = NULL;
+    rc = opal_info_set(info, MCA_COLL_STRATA_WIRE_KEY, MCA_COLL_STRATA_WIRE_VALUE);
+    if (OPAL_SUCCESS == rc) {
+        rc = ompi_comm_idup_with_info(m->comm, info, m->wire_slot, &r);   /* copies info */
+    }
+    OBJ_RELEASE(info);
+    if (OMPI_SUCCESS != rc) {
+        opal_output_verbose(1, mca_coll_strata_component.output,
+                            "coll:strata: duplicating %s for strata's messages failed (%d)",
+                            m->comm->c_name, rc);
+        free(m->wire_slot);
+        m->wire_slot = NULL;
+        return STRATA_ERR_COMM;
+    }
+    *req = r;
+    return STRATA_OK;
+}
+
+static void mca_coll_strata_private_done(void *ctx, int ok)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
+
+    if (NULL == m->wire_slot) {
+        return;
+    }
+    if (ok && NULL != *m->wire_slot && MPI_COMM_NULL != *m->wire_slot) {
+        m->wire = *m->wire_slot;
+        free(m->wire_slot);
+        m->wire_slot = NULL;
+        (void) snprintf(m->wire->c_name, sizeof(m->wire->c_name), "strata messages of %.40s", m->comm->c_name);
+    }
+    /* Given up: Open MPI may still write the slot when the duplicate completes, so
+     * it is never freed (a pointer's worth); the duplicate, if any, is left to
+     * MPI_Finalize. */
+    m->wire_slot = NULL;
+}
+
+void mca_coll_strata_wire_release(mca_coll_strata_module_t *m)
+{
+    if (NULL == m->wire) {
+        return;
+    }
+    /* In MPI_Finalize Open MPI releases every communicator left, this one included,
+     * in an order of its own: freeing it here could free it twice. */
+    if (ompi_mpi_state < OMPI_MPI_STATE_FINALIZE_STARTED) {
+        (void) ompi_comm_free(&m->wire);
+    }
+    m->wire = NULL;
+}
+
 void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transport_t *t)
 {
     t->ctx = m;
@@ -168,6 +262,8 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->test = mca_coll_strata_test;
     t->cancel = mca_coll_strata_cancel;
     t->progress = mca_coll_strata_progress;
+    t->open_private = mca_coll_strata_open_private;
+    t->private_done = mca_coll_strata_private_done;
     /* Whether the PML takes GPU memory: the Open MPI build and its settings decide,
      * the same on every rank of a job (coll_strata_compat.h; Debian's is not). */
     t->device_capable = mca_coll_strata_stack_cuda_aware();
