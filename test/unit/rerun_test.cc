@@ -42,7 +42,7 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
         strata_team_t *handle = nullptr;
         ASSERT_EQ(strata_team_create(rank, size, keys[rank], &tp, &cfg, &handle), STRATA_OK);
         Team &team = *static_cast<Team *>(handle);
-        ASSERT_EQ(team.ensure_setup(), STRATA_OK);
+        ASSERT_EQ(team.ensure_setup(true), STRATA_OK);
         for (int alg = 0; alg < table.count; ++alg) {
             Call call(team);
             std::vector<int> in(kCount), out(kCount);
