@@ -13,6 +13,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One round of waiting that moved nothing: the waiter's idle(), else the channel's
+// progress and a yield.
+void idle_once(P2PChannel &ch, const Waiter &w) {
+    if (w.idle) {
+        w.idle();
+    } else {
+        ch.progress();
+        sched_yield();
+    }
+}
+
 // Requests of one exchange: each a send or a receive with a peer.
 struct Pending {
     struct Req {
@@ -86,12 +97,7 @@ struct Pending {
                     return STRATA_ERR_TIMEOUT;
                 }
             }
-            if (w.idle) {
-                w.idle();
-            } else {
-                ch.progress();
-                sched_yield();
-            }
+            idle_once(ch, w);
         }
     }
 };
@@ -146,12 +152,7 @@ Status wait_request(P2PChannel &ch, void *req, const Waiter &w, const char *what
             *why = b + std::string(what) + " (every rank makes it)";
             return STRATA_ERR_TIMEOUT;
         }
-        if (w.idle) {
-            w.idle();
-        } else {
-            ch.progress();
-            sched_yield();
-        }
+        idle_once(ch, w);
     }
 }
 
