@@ -81,6 +81,11 @@ struct Pending {
                 last = Clock::now();
                 continue;
             }
+            if (w.stop && w.stop()) {
+                *why = "given up: a peer failed an earlier call and will not take part";
+                drop(ch);
+                return STRATA_ERR_PEER;
+            }
             if (w.timeout > 0) {
                 const double stalled = std::chrono::duration<double>(Clock::now() - last).count();
                 if (stalled >= w.timeout) {

@@ -34,6 +34,9 @@ namespace strata {
 struct Waiter {
     std::function<void()> idle;
     double timeout = 0;
+    // Asked between passes that moved nothing (nullptr: never): true gives the wait up
+    // at once with STRATA_ERR_PEER (a peer is known not to be coming).
+    std::function<bool()> stop;
 };
 
 // One message of an exchange: buffer, bytes, peer.

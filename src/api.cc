@@ -256,7 +256,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // makes a dup or split of it with its own collectives, so recovery works. A rank
     // that returned success from the failed call itself learns of it only inside its
     // next call, which then fails (docs: reliability).
-    if (team.broken()) {
+    if (team.check_broken()) {
         log(2, "%s: handed back: an earlier call on this communicator failed (%s)", strata_coll_name(coll),
             team.first_failure().c_str());
         return STRATA_FALLBACK;
@@ -360,6 +360,16 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         if (st == STRATA_OK && !again) call.built_for.swap(key);
         if (st == STRATA_OK) st = team.run_call(call);
         if (st != STRATA_OK) call.built_for.clear();
+        // A peer had failed an earlier call (one that ended without an error here), and
+        // this rank heard of it only now: its peers run this call in the previous
+        // component, so this rank does too, where strata left its inputs as they were
+        // (strata never writes a send buffer; bcast's root only reads). In place, the
+        // receive buffer may hold part of strata's work: the call fails here.
+        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST)) {
+            log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
+                strata_coll_name(coll), team.first_failure().c_str());
+            return STRATA_FALLBACK;
+        }
         return finish_call(team, call, st);
     }
     // Nonblocking or persistent: built now, numbered and run when it reaches the head

@@ -281,7 +281,8 @@ Status Team::setup_shm(std::string *why) {
 // still waiting for this rank gives up at its own deadline. The line says what was
 // waited for.
 Status Team::setup_failed(Status st, const std::string &why) {
-    if (setup_ == Setup::Ready) return fail_call(st, "team setup: " + why);
+    // (Before the call is numbered: it is the next call that fails.)
+    if (setup_ == Setup::Ready) return fail_call(st, "team setup: " + why, call_seq_ + 1);
     setup_ = Setup::Failed;
     last_error_ = "team setup: " + why;
     log(0, "rank %d: %s; this communicator falls back to the previous collective component", rank_,

@@ -153,8 +153,19 @@ public:
     Status end_call();
     // This rank fails the current call (begun or not): node peers see it in the shared
     // segment at once, ranks on other nodes by a notice; the team takes no more calls.
-    Status fail_call(Status st, const std::string &why);
+    // call: the number of the call that fails (0: the current one; a failure before
+    // the next call is numbered, in its setup, passes call_seq + 1).
+    Status fail_call(Status st, const std::string &why, uint64_t call = 0);
     bool broken() const { return failed_call_ != 0; }
+    // broken(), or a peer failed a call that ended here without an error (it hears of
+    // its own failure first; this rank learns of it before its next call): its peers
+    // hand every later call back, and so does this rank from now on (said once, at
+    // level 0, since this rank saw no error). Called before a call is served.
+    bool check_broken();
+    // The current call failed because a peer had failed an earlier one: the peers ran
+    // this call in the previous component (they were broken already), so this rank
+    // may run it there too, where its inputs are intact.
+    bool peers_ran_it_elsewhere() const { return failed_call_ != 0 && behind_call_ == call_seq_; }
     // coll_strata_check_args: every rank learns whether all passed the same size (else
     // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
     // had valid arguments (local: this rank's verdict), before anything moves.
@@ -246,6 +257,7 @@ private:
     strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages
     uint32_t sig_ = 0;
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
+    uint64_t behind_call_ = 0;   // a call this rank failed on hearing of an earlier call's failure
     std::string last_error_, failure_;
     // Failure notices from other nodes: one receive from any rank kept posted.
     struct Notice {

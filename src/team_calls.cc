@@ -263,16 +263,17 @@ Status Team::end_call() {
     return STRATA_OK;
 }
 
-Status Team::fail_call(Status st, const std::string &why) {
+Status Team::fail_call(Status st, const std::string &why, uint64_t call) {
     last_error_ = where() + ": " + why;
     log(1, "%s", last_error_.c_str());
     if (broken()) return st;
-    failed_call_ = call_seq_;
+    if (call == 0) call = call_seq_;
+    failed_call_ = call;
     failure_ = last_error_;
     if (setup_ == Setup::Ready) {
-        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call_seq_, __ATOMIC_RELEASE);
+        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call, __ATOMIC_RELEASE);
         // Every rank on another node hears of it; node peers read the flag.
-        outgoing_ = Notice{call_seq_, rank_};
+        outgoing_ = Notice{call, rank_};
         for (int r = 0; r < size_; ++r) {
             if (layout_.node_of[size_t(r)] == layout_.my_node()) continue;
             void *req = nullptr;
@@ -292,10 +293,46 @@ Status Team::peer_failure(uint64_t call, int rank, const char *how, const std::s
     if (!broken()) {
         failed_call_ = call_seq_;
         failure_ = last_error_;
-        // Tell node peers too (the origin may be on another node).
-        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call_seq_, __ATOMIC_RELEASE);
+        if (call != call_seq_) behind_call_ = call_seq_;
+        // Tell node peers too (the origin may be on another node), with the call that
+        // failed: a peer already in a later one then does what this rank does (it runs
+        // that call in the previous component where it can, as the broken ranks do).
+        __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call, __ATOMIC_RELEASE);
     }
     return STRATA_ERR_PEER;
+}
+
+bool Team::check_broken() {
+    if (broken()) return true;
+    if (setup_ != Setup::Ready || call_seq_ == 0) return false;
+    uint64_t failed = 0;
+    int who = -1;
+    const char *how = "";
+    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
+    for (int r = 0; r < L; ++r) {
+        if (r == me) continue;
+        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
+        if (f != 0 && flag_reached(call_seq_, f) && (failed == 0 || f < failed)) {
+            failed = f;
+            who = layout_.rank_at(node, r);
+            how = "on this node";
+        }
+    }
+    poll_inbox();
+    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_) && (failed == 0 || noticed_call_ < failed)) {
+        failed = noticed_call_;
+        who = noticed_rank_;
+        how = "on another node";
+    }
+    if (failed == 0) return false;
+    char b[200];
+    snprintf(b, sizeof b, "rank %d (%s) failed call %" PRIu64 ", which ended without an error on this rank", who, how,
+             failed);
+    failure_ = where() + ": " + b;
+    failed_call_ = failed;
+    log(0, "rank %d: %s; this and every later call on this communicator go to the previous collective component, "
+           "as on its peers", rank_, failure_.c_str());
+    return true;
 }
 
 void Team::post_inbox() {
@@ -439,9 +476,15 @@ Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig
     const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
     int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
     std::string waited;
+    // A peer that failed an earlier call (one that ended without an error here) hands
+    // this call back and never joins the agreement: this rank then hands it back too
+    // (nothing has moved yet), so every rank runs it in the previous component.
+    Waiter w = waiter();
+    w.stop = [this] { return check_broken(); };
     // A failed agreement leaves the team as it was: numbered messages keep the next
     // one from reading this one's (btl/exchange.h).
-    if (const Status st = agree_.min(v, 7, waiter(), "coll_strata_check_args", &waited); st != STRATA_OK) {
+    if (const Status st = agree_.min(v, 7, w, "coll_strata_check_args", &waited); st != STRATA_OK) {
+        if (broken()) return STRATA_FALLBACK;
         last_error_ = std::string(strata_coll_name(coll)) + ": " + waited;
         log(1, "%s", last_error_.c_str());
         return st;

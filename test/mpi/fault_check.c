@@ -930,6 +930,63 @@ static int case_mismatch(int expect_check)
     return nbad ? 1 : 0;
 }
 
+/* later-a2av / later-bcast: one mismatched call (alltoallv: rank 0 sends rank 1 fewer
+ * elements than rank 1 expects; bcast: rank 1 passes a smaller count than the root),
+ * made once strata serves the communicator, then 1100 correct calls of the same
+ * collective on it (more than the 1023 calls after which strata's call tags repeat).
+ * Each later call must be exact or refused; none may return success with wrong data.
+ * Before a rank that saw no error learned of its peer's failure before its next call,
+ * every later call was wrong on some rank (the ranks ran them one call apart). */
+static int case_mismatch_later(const char *name)
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int a2av = !strcmp(name, "later-a2av"), n = 16384, calls = 1100;
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int *a = malloc(sizeof(int) * (size_t)n * size), *b = malloc(sizeof(int) * (size_t)n * size);
+    int *sc = malloc(sizeof(int) * size), *rcn = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size),
+        *rd = malloc(sizeof(int) * size);
+    for (int i = 0; i < size; ++i) { sc[i] = rcn[i] = n; sd[i] = rd[i] = i * n; }
+    char eb[300];
+    int rc, nbad = 0, wrong = 0, refused = 0, first_wrong = -1;
+    /* served calls first (past coll_strata_lazy_calls), so that strata serves the wrong one */
+    for (int w = 0; w < 8; ++w) {
+        if (a2av) rc = MPI_Alltoallv(a, sc, sd, MPI_INT, b, rcn, rd, MPI_INT, comm);
+        else rc = MPI_Bcast(a, n, MPI_INT, 0, comm);
+        if (rc) nbad += say(name, rank, 0, "a correct call before the wrong one failed: rc=%s", errname(rc, eb));
+    }
+    if (a2av) {
+        if (rank == 0) sc[1] = n - 64;
+        rc = MPI_Alltoallv(a, sc, sd, MPI_INT, b, rcn, rd, MPI_INT, comm);
+        sc[1] = n;
+    } else {
+        rc = MPI_Bcast(a, rank == 1 ? n - 1024 : n, MPI_INT, 0, comm);
+    }
+    say(name, rank, 1, "mismatched call rc=%s (any rc)", errname(rc, eb));
+    for (int it = 0; it < calls; ++it) {
+        for (int i = 0; i < n * size; ++i) { a[i] = rank * 1000003 + it * 7 + i; b[i] = -1; }
+        int bad = 0;
+        if (a2av) {
+            rc = MPI_Alltoallv(a, sc, sd, MPI_INT, b, rcn, rd, MPI_INT, comm);
+            for (int p = 0; p < size && rc == MPI_SUCCESS && !bad; ++p)
+                for (int i = 0; i < n; ++i)
+                    if (b[p * n + i] != p * 1000003 + it * 7 + rank * n + i) { bad = 1; break; }
+        } else {
+            rc = MPI_Bcast(a, n, MPI_INT, 0, comm);
+            for (int i = 0; i < n && rc == MPI_SUCCESS; ++i)
+                if (a[i] != it * 7 + i) { bad = 1; break; }
+        }
+        if (rc != MPI_SUCCESS) ++refused;
+        if (bad) { ++wrong; if (first_wrong < 0) first_wrong = it; }
+    }
+    nbad += say(name, rank, wrong == 0, "%d later calls: %d exact, %d refused, %d returned success with WRONG values%s",
+                calls, calls - refused - wrong, refused, wrong, first_wrong >= 0 ? " (from the first after it on)" : "");
+    free(a); free(b); free(sc); free(rcn); free(sd); free(rd);
+    MPI_Comm_free(&comm);
+    return nbad ? 1 : 0;
+}
+
 static double g_sleep = 10;
 static int case_deadline(void)
 {
@@ -1151,6 +1208,7 @@ int main(int argc, char **argv)
     else if (!strcmp(name, "threads")) rc = case_threads(provided);
     else if (!strncmp(name, "null-", 5)) rc = case_null(name);
     else if (!strcmp(name, "mismatch")) rc = case_mismatch(xflag);
+    else if (!strncmp(name, "later-", 6)) rc = case_mismatch_later(name);
     else if (!strcmp(name, "deadline")) rc = case_deadline();
     else if (!strcmp(name, "optout")) rc = case_optout();
     else if (!strcmp(name, "kill")) rc = case_kill();

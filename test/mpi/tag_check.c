@@ -28,6 +28,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A persistent barrier: MPI 4's, else Open MPI 4.1's extension. */
+#if MPI_VERSION >= 4
+#define BARRIER_INIT MPI_Barrier_init
+#else
+#define BARRIER_INIT MPIX_Barrier_init
+#endif
+
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
 #define NBC_TAG_BASE (-33)
 #else
@@ -83,7 +90,7 @@ int main(int argc, char **argv)
     const long stop = NBC_TAG_BASE - target - k / 2;
     for (reserved = 0; reserved < stop; ++reserved) {
         MPI_Request r;
-        MPIX_Barrier_init(comm, MPI_INFO_NULL, &r);
+        BARRIER_INIT(comm, MPI_INFO_NULL, &r);
         MPI_Request_free(&r);
     }
     if (0 == rank) {
