@@ -142,7 +142,7 @@ static int mca_coll_strata_test(void *ctx, void *req, int *done, size_t *bytes)
         opal_output_verbose(1, mca_coll_strata_component.output,
                             "coll:strata: point-to-point request failed (%d)", rc);
         /* A peer sent more than this rank posted: the ranks passed different sizes. */
-        return MPI_ERR_TRUNCATE == status.MPI_ERROR ? STRATA_ERR_TRUNCATE : STRATA_ERR_COMM;
+        return MPI_ERR_TRUNCATE == rc || MPI_ERR_TRUNCATE == status.MPI_ERROR ? STRATA_ERR_TRUNCATE : STRATA_ERR_COMM;
     }
     if (completed) {
         if (NULL != bytes) {

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A persistent barrier: MPI 4's, else Open MPI 4.1's extension. */
-#if MPI_VERSION >= 4
+/* A persistent barrier: MPI 4's (Open MPI 5.0 has it, though it reports MPI 3.1), else Open MPI 4.1's extension. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 #define BARRIER_INIT MPI_Barrier_init
 #else
 #define BARRIER_INIT MPIX_Barrier_init
