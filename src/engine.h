@@ -199,6 +199,21 @@ private:
         std::vector<uint32_t> pending, first_dependent, dependents, fill;  // kept: a rerun allocates nothing
         size_t graph_steps = SIZE_MAX, graph_deps = SIZE_MAX;  // first_dependent, dependents are of these
         std::vector<StepId> active, next;
+        // Per pass: each flag a wait found below its value, with the least such value.
+        std::vector<std::pair<const uint64_t *, uint64_t>> unreached;
+        bool surely_unreached(const uint64_t *flag, uint64_t value) const {
+            for (const auto &u : unreached)
+                if (u.first == flag) return flag_reached(value, u.second);
+            return false;
+        }
+        void note_unreached(const uint64_t *flag, uint64_t value) {
+            for (auto &u : unreached)
+                if (u.first == flag) {
+                    if (!flag_reached(value, u.second)) u.second = value;  // value < u.second
+                    return;
+                }
+            unreached.emplace_back(flag, value);
+        }
         size_t done = 0;
         int idle = 0;
         double last_progress = 0;
