@@ -3,8 +3,8 @@
 //
 // On a device team (every rank has a GPU) each local rank's stage slots live in its
 // own GPU memory, allocated once and exported through CUDA IPC; every local peer
-// maps them once, at setup, and unmaps them when the team goes (DESIGN.md,
-// principle 10). Flags stay in the host shared-memory segment (btl/shm.h): a rank
+// maps them once, at setup, and unmaps them when the team goes (whatever a
+// communicator holds goes with it). Flags stay in the host shared-memory segment (btl/shm.h): a rank
 // signals a flag only after its copy or reduction has completed on the GPU, and
 // peers wait on the host, so ranks that share one GPU never spin inside a kernel
 // waiting for each other (principle 4).

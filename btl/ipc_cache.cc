@@ -189,6 +189,11 @@ void IpcCache::set_capacity(size_t n) {
     evict_to(n);
 }
 
+void IpcCache::set_byte_capacity(uint64_t bytes) {
+    byte_capacity_ = bytes;
+    evict_to(capacity_);
+}
+
 void IpcCache::begin_call() {
     table().begin(this);
     ++stamp_;
@@ -241,7 +246,7 @@ Status IpcCache::map(MemDomain &dom, int peer, const IpcRef &ref, char **ptr) {
         close(it->second);
         it = next;
     }
-    if (capacity_ > 0) evict_to(capacity_ - 1);
+    if (capacity_ > 0) evict_to(capacity_ - 1, ref.bytes);
     Mapping *m = nullptr;
     size_t closed = 0;
     if (table().acquire(dom, ref.handle, false, this, &m, &closed) != STRATA_OK) {
@@ -254,13 +259,15 @@ Status IpcCache::map(MemDomain &dom, int peer, const IpcRef &ref, char **ptr) {
             if (st != STRATA_OK) return st;
         }
     }
-    lru_.push_front(Entry{key, m, stamp_});
+    lru_.push_front(Entry{key, m, stamp_, ref.bytes});
+    bytes_ += ref.bytes;
     index_[key] = lru_.begin();
     *ptr = m->mapped + ref.offset;
     return STRATA_OK;
 }
 
 void IpcCache::close(std::list<Entry>::iterator it) {
+    bytes_ -= it->bytes;
     table().release(it->m);
     index_.erase(it->key);
     lru_.erase(it);
@@ -280,8 +287,11 @@ size_t IpcCache::close_idle(int peer) {
     return n;
 }
 
-void IpcCache::evict_to(size_t n) {
-    while (lru_.size() > n && lru_.back().used != stamp_) {
+void IpcCache::evict_to(size_t n, uint64_t incoming) {
+    auto over = [&] {
+        return lru_.size() > n || (byte_capacity_ > 0 && !lru_.empty() && bytes_ + incoming > byte_capacity_);
+    };
+    while (over() && lru_.back().used != stamp_) {
         ++stats_.evicted;
         close(std::prev(lru_.end()));
     }

@@ -23,12 +23,13 @@
 // more than needed costs only a later re-open (UCX closes overlapping regions, then
 // its whole cache; Open MPI clears its cache).
 //
-// The cache holds at most `capacity` mappings (or, if one call needs more, as
-// many as that call maps, until a later call makes room) and closes the least recently
-// used one to make room, never a mapping the current call uses; it closes everything
-// when the team goes (DESIGN.md, principle 10). While open, a mapping keeps a freed
-// allocation's memory from being reused, so the bound is also a bound on GPU memory
-// held for peers that freed their buffers.
+// The cache holds at most `capacity` mappings and at most `byte capacity` bytes of
+// the allocations they map (or, if one call needs more, as much as that call maps,
+// until a later call makes room) and closes the least recently used one to make room,
+// never a mapping the current call uses; it closes everything when the team goes
+// (whatever a component holds it gives back with its communicator). While open, a
+// mapping keeps a freed allocation's memory from being reused, so the bounds are also
+// a bound on GPU memory held for peers that freed their buffers.
 //
 // The export side is memoised too: the handle of an allocation this rank posts is
 // kept for the last few allocations, so a call on a known buffer makes no driver call
@@ -60,6 +61,12 @@ public:
 
     // 0 turns mapping off (enabled() false). Shrinking closes what no longer fits.
     void set_capacity(size_t n);
+    // At most this many bytes of peers' allocations kept mapped (0: no bound but the
+    // count): an open mapping keeps a freed allocation's memory, so the count alone
+    // let 64 large buffers a peer had freed stay allocated. A call may map more than
+    // the bound; what it used is closed (least recently used first) at later calls.
+    void set_byte_capacity(uint64_t bytes);
+    uint64_t bytes() const { return bytes_; }
     size_t capacity() const { return capacity_; }
     bool enabled() const { return capacity_ > 0; }
 
@@ -91,14 +98,18 @@ private:
     struct Entry {
         Key key;
         Mapping *m;
-        uint64_t used;  // stamp of the last call that used it
+        uint64_t used;   // stamp of the last call that used it
+        uint64_t bytes;  // the allocation's size, as its owner described it
     };
     void close(std::list<Entry>::iterator it);
     // Closes peer's mappings that the current call does not use; how many.
     size_t close_idle(int peer);
-    void evict_to(size_t n);  // closes least recently used entries of earlier calls
+    // Closes least recently used entries of earlier calls until at most n are left and
+    // `incoming` more bytes fit under the byte bound.
+    void evict_to(size_t n, uint64_t incoming = 0);
 
     size_t capacity_ = 0;
+    uint64_t byte_capacity_ = 0, bytes_ = 0;
     uint64_t stamp_ = 0;
     std::list<Entry> lru_;  // most recently used first
     std::map<Key, std::list<Entry>::iterator> index_;

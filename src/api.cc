@@ -425,6 +425,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->device_path = STRATA_DEVICE_PATH_GPU;
     cfg->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     cfg->ipc_cache_size = 64;
+    cfg->ipc_cache_bytes = size_t(4) << 30;  // UCX bounds its CUDA IPC cache by bytes too
     cfg->timeout = 0;
     cfg->check_args = 0;
     cfg->lazy_calls = 4;

@@ -8,7 +8,7 @@
 // buffers through page-locked host memory on a host team, host buffers through GPU
 // memory on a device team. Only how this rank moves its own bytes changes: whether
 // strata runs and which algorithm do not depend on where any rank's buffers live
-// (DESIGN.md, principle 1), so a call where some ranks pass device and others host
+// (every decision is one all ranks agree on), so a call where some ranks pass device and others host
 // buffers works.
 #ifndef STRATA_COPIES_H
 #define STRATA_COPIES_H

@@ -156,6 +156,7 @@ typedef struct strata_config {
     int device_path;                /* strata_device_path_t */
     int device_transport;           /* strata_device_transport_t */
     int ipc_cache_size;             /* node peers' device buffers kept mapped (CUDA IPC); 0: copy instead */
+    size_t ipc_cache_bytes;         /* and at most this many bytes of their allocations; 0: no byte bound */
     double timeout;                 /* seconds without progress before a call fails; 0: wait for ever */
     int check_args;                 /* agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */

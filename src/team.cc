@@ -20,7 +20,9 @@ constexpr int kReleaseWaitSeconds = 2;
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg),
       node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp),
-      agree_(wire_, rank, size, control_tag(kAgreeSub)) {}
+      agree_(wire_, rank, size, control_tag(kAgreeSub)) {
+    node_.ipc().set_byte_capacity(cfg.ipc_cache_bytes);
+}
 
 Team::~Team() {
     // Requests keep their communicator alive until they completed: nothing is queued.

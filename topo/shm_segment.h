@@ -9,7 +9,7 @@
  *     /proc/<pid>/fd, so that no process killed at any moment can leave one behind;
  *   - otherwise created with O_CREAT|O_EXCL (never opens someone else's), named
  *     unguessably, "/strata-<uid>-<32 hex digits from getrandom>", and unlinked
- *     by the creator as soon as every peer has mapped it (DESIGN.md principle 10);
+ *     by the creator as soon as every peer has mapped it (nothing outlives its job);
  *     the mapping stays valid after the unlink;
  *   - mode 0600;
  *   - backed for its whole size up front (posix_fallocate where the file system

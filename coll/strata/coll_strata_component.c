@@ -201,6 +201,7 @@ static void check_ranges(void)
     check_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT, d.segment_size);
     check_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT, d.small_msg_size);
     check_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16, d.ipc_cache_size);
+    check_size("ipc_cache_bytes", &cs->ipc_cache_bytes, 0, (size_t) 1 << 50, d.ipc_cache_bytes);
     check_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20, d.lazy_calls);
     if (!(cs->timeout >= 0 && cs->timeout <= 1e7)) {   /* also catches NaN */
         char was[32], now[32];
@@ -248,6 +249,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->device_path = d->device_path;
     cs->device_transport = d->device_transport;
     cs->ipc_cache_size = d->ipc_cache_size;
+    cs->ipc_cache_bytes = d->ipc_cache_bytes;
     cs->timeout = d->timeout;
     cs->check_args = 0 != d->check_args;
     cs->lazy_calls = d->lazy_calls;
@@ -353,6 +355,15 @@ static int mca_coll_strata_register(void)
         "mapping off: every call copies through the stage slots",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->ipc_cache_size);
+    (void) mca_base_component_var_register(c, "ipc_cache_bytes",
+        "The most bytes of node peers' device allocations a communicator keeps mapped per "
+        "rank through CUDA IPC (see ipc_cache_size; the least recently used mapping is "
+        "closed first, never one the current call reads). An open mapping keeps an "
+        "allocation its owner freed allocated, so this bounds the GPU memory held that "
+        "way; a call may map more, and what it used goes at later calls. 0: only "
+        "ipc_cache_size bounds the cache",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->ipc_cache_bytes);
     snprintf(desc, sizeof desc,
         "Seconds a collective may make no progress (wait for a peer that neither sends nor "
         "signals) before it fails with MPI_ERR_OTHER through the communicator's error "
@@ -482,6 +493,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->device_path = cs->device_path;
     cfg->device_transport = cs->device_transport;
     cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
+    cfg->ipc_cache_bytes = cs->ipc_cache_bytes;
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
     cfg->check_args = cs->check_args ? 1 : 0;
     cfg->lazy_calls = cs->lazy_calls;

@@ -314,13 +314,13 @@ public:
 
     Status ipc_describe(const void *p, IpcRef *ref) override {
         if (p == nullptr) return STRATA_ERR_UNSUPPORTED;  // a rank with nothing to give
-        unsigned long long id = 0, start = 0;
+        unsigned long long id = 0, start = 0, size = 0;
         int capable = 0;
-        int attrs[3] = {cu::POINTER_ATTR_BUFFER_ID, cu::POINTER_ATTR_RANGE_START_ADDR,
-                        cu::POINTER_ATTR_IS_LEGACY_IPC_CAPABLE};
-        void *data[3] = {&id, &start, &capable};
+        int attrs[4] = {cu::POINTER_ATTR_BUFFER_ID, cu::POINTER_ATTR_RANGE_START_ADDR,
+                        cu::POINTER_ATTR_IS_LEGACY_IPC_CAPABLE, cu::POINTER_ATTR_RANGE_SIZE};
+        void *data[4] = {&id, &start, &capable, &size};
         // Unknown (host) pointers succeed with every value zero, so "not capable".
-        const cu::CUresult rc = d_.PointerGetAttributes(3, attrs, data, reinterpret_cast<cu::CUdeviceptr>(p));
+        const cu::CUresult rc = d_.PointerGetAttributes(4, attrs, data, reinterpret_cast<cu::CUdeviceptr>(p));
         if (rc != cu::SUCCESS) {  // a driver without these attributes: never in place, and say so once
             if (!describe_failed_.exchange(true))
                 log(1, "%s: %s: node peers' buffers are copied, not mapped", name_,
@@ -331,6 +331,7 @@ public:
         ref->base = start;
         ref->buffer_id = id;
         ref->offset = reinterpret_cast<uintptr_t>(p) - start;
+        ref->bytes = size;
         return STRATA_OK;
     }
 

@@ -38,6 +38,7 @@ struct IpcRef {
     uint64_t base;
     uint64_t buffer_id;
     uint64_t offset;
+    uint64_t bytes;  // the allocation's size (0: not known), which its mapping holds
 };
 
 using ReduceFn = void (*)(void *dst, const void *const *srcs, int nsrc, size_t count);

@@ -132,8 +132,8 @@ TEST_F(CudaDomainTest, ClassifiesDeviceMemory) {
     EXPECT_STREQ(dom_->name(), "cuda:0");
 }
 
-// What a peer needs to map a buffer: the allocation's start, the buffer's offset in
-// it, an id that a re-allocation at the same address does not repeat, and the handle.
+// What a peer needs to map a buffer: the allocation's start and size, the buffer's
+// offset in it, an id that a re-allocation at the same address does not repeat, and the handle.
 TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
     char *p = static_cast<char *>(dev_alloc(1 << 20));
     ASSERT_NE(p, nullptr);
@@ -142,6 +142,7 @@ TEST_F(CudaDomainTest, DescribesBuffersForIpc) {
     EXPECT_EQ(a.base, reinterpret_cast<uintptr_t>(p));
     EXPECT_EQ(a.offset, 4100u);
     EXPECT_NE(a.buffer_id, 0u);
+    EXPECT_EQ(a.bytes, uint64_t(1) << 20);  // what a mapping of it holds (the cache's byte bound)
     // The base a peer is given exports the allocation itself.
     strata::IpcHandle direct{};
     ASSERT_EQ(dom_->ipc_export(p, &direct), STRATA_OK);

@@ -90,11 +90,12 @@ private:
 
 // A handle names the allocation and its process (as a real one does), so the same id
 // in two peers gives two handles.
-IpcRef ref_of(uint64_t base, uint64_t id, uint64_t offset = 0, int peer = 0) {
+IpcRef ref_of(uint64_t base, uint64_t id, uint64_t offset = 0, int peer = 0, uint64_t bytes = 0) {
     IpcRef r{};
     r.base = base;
     r.buffer_id = id;
     r.offset = offset;
+    r.bytes = bytes;
     std::memcpy(r.handle.bytes, &id, sizeof id);
     std::memcpy(r.handle.bytes + sizeof id, &peer, sizeof peer);
     return r;
@@ -108,6 +109,13 @@ protected:
         return p;
     }
     uint64_t id_of(char *p) const { return dom_.opened_id.at(reinterpret_cast<uintptr_t>(p)); }
+    // A mapping of an allocation of `bytes`.
+    char *map_sized(int peer, uint64_t base, uint64_t id, uint64_t bytes) {
+        char *p = nullptr;
+        EXPECT_EQ(cache_.map(dom_, peer, ref_of(base, id, 0, peer, bytes), &p), STRATA_OK);
+        return p;
+    }
+    bool is_open(char *p) const { return dom_.open.count(reinterpret_cast<uintptr_t>(p)) == 1; }
     MapDomain dom_;
     IpcCache cache_;
 };
@@ -231,6 +239,59 @@ TEST_F(IpcCacheTest, EvictsTheLeastRecentlyUsed) {
     EXPECT_EQ(cache_.stats().evicted, 1u);
     EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(m[1])), 0u);
     for (int i : {0, 2, 3}) EXPECT_EQ(dom_.open.count(reinterpret_cast<uintptr_t>(m[i])), 1u) << i;
+}
+
+// The count alone let a peer's freed buffers stay allocated, 64 of them, whatever
+// their size: the bytes mapped are bounded too (coll_strata_ipc_cache_bytes).
+TEST_F(IpcCacheTest, BoundsTheBytesItKeepsMapped) {
+    constexpr uint64_t MiB = uint64_t(1) << 20;
+    cache_.set_capacity(64);
+    cache_.set_byte_capacity(3 * MiB);
+    char *m[5];
+    for (int i = 0; i < 3; ++i) {
+        cache_.begin_call();
+        m[i] = map_sized(1, 0x1000000 * uint64_t(i + 1), uint64_t(i + 1), MiB);
+    }
+    EXPECT_EQ(cache_.size(), 3u);
+    EXPECT_EQ(cache_.bytes(), 3 * MiB);
+    EXPECT_EQ(cache_.stats().evicted, 0u);
+    cache_.begin_call();
+    m[3] = map_sized(1, 0x4000000, 4, MiB);  // a fourth MiB: the least recently used goes
+    EXPECT_EQ(cache_.stats().evicted, 1u);
+    EXPECT_FALSE(is_open(m[0]));
+    EXPECT_EQ(cache_.bytes(), 3 * MiB);
+    cache_.begin_call();
+    m[4] = map_sized(1, 0x5000000, 5, 2 * MiB);  // room for 2 MiB: two more go
+    EXPECT_EQ(cache_.stats().evicted, 3u);
+    EXPECT_FALSE(is_open(m[1]));
+    EXPECT_FALSE(is_open(m[2]));
+    EXPECT_TRUE(is_open(m[3]));
+    EXPECT_TRUE(is_open(m[4]));
+    EXPECT_EQ(cache_.size(), 2u);
+    EXPECT_EQ(cache_.bytes(), 3 * MiB);
+}
+
+// One call may need more than the byte bound: nothing it reads is closed under it, and
+// its mappings go at the next calls, least recently used first.
+TEST_F(IpcCacheTest, ACallMayMapMoreBytesThanTheBoundUntilItEnds) {
+    constexpr uint64_t MiB = uint64_t(1) << 20;
+    cache_.set_capacity(64);
+    cache_.set_byte_capacity(3 * MiB);
+    cache_.begin_call();
+    char *a = map_sized(1, 0x1000000, 1, 2 * MiB), *b = map_sized(2, 0x1000000, 2, 2 * MiB),
+         *c = map_sized(3, 0x1000000, 3, 2 * MiB);
+    EXPECT_EQ(cache_.bytes(), 6 * MiB);
+    EXPECT_EQ(dom_.closes, 0);
+    cache_.begin_call();
+    char *d = map_sized(1, 0x2000000, 4, MiB);
+    EXPECT_FALSE(is_open(a));
+    EXPECT_FALSE(is_open(b));
+    EXPECT_TRUE(is_open(c));
+    EXPECT_TRUE(is_open(d));
+    EXPECT_EQ(cache_.bytes(), 3 * MiB);
+    cache_.set_byte_capacity(MiB);  // shrinking closes what no longer fits
+    EXPECT_FALSE(is_open(c));
+    EXPECT_EQ(cache_.bytes(), MiB);
 }
 
 TEST_F(IpcCacheTest, NeverEvictsWhatTheCurrentCallUses) {
