@@ -254,8 +254,9 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // After a failed call (every rank that took part returned an error, or hears of it
     // at its next call) the communicator's calls go to the replaced component: Open MPI
     // makes a dup or split of it with its own collectives, so recovery works. A rank
-    // that returned success from the failed call itself learns of it only inside its
-    // next call, which then fails (docs: reliability).
+    // that returned success from the failed call learns of it here, before its next
+    // call (Team::check_broken), or inside it (see peers_ran_it_elsewhere below), and
+    // hands back as its peers do (README: Errors).
     if (team.check_broken()) {
         log(2, "%s: handed back: an earlier call on this communicator failed (%s)", strata_coll_name(coll),
             team.first_failure().c_str());
