@@ -272,6 +272,9 @@ private:
     Notice outgoing_{};
     void post_inbox();
     void poll_inbox();
+    // The earliest call up to this one that a node peer (its flag) or a rank on another
+    // node (a notice) failed in: *failed (0: none), who and how it was heard of.
+    bool peer_failed(uint64_t *failed, int *who, const char **how);
     void close_inbox();
     Status peer_failure(uint64_t call, int rank, const char *how, const std::string &stuck);
     // "no progress for N s<setting>: waiting in step S for rank R (...)"

@@ -302,29 +302,34 @@ Status Team::peer_failure(uint64_t call, int rank, const char *how, const std::s
     return STRATA_ERR_PEER;
 }
 
+bool Team::peer_failed(uint64_t *failed, int *who, const char **how) {
+    *failed = 0;
+    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
+    for (int r = 0; r < L; ++r) {
+        if (r == me) continue;
+        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
+        if (f != 0 && flag_reached(call_seq_, f) && (*failed == 0 || f < *failed)) {
+            *failed = f;
+            *who = layout_.rank_at(node, r);
+            *how = "on this node";
+        }
+    }
+    poll_inbox();
+    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_) && (*failed == 0 || noticed_call_ < *failed)) {
+        *failed = noticed_call_;
+        *who = noticed_rank_;
+        *how = "on another node";
+    }
+    return *failed != 0;
+}
+
 bool Team::check_broken() {
     if (broken()) return true;
     if (setup_ != Setup::Ready || call_seq_ == 0) return false;
     uint64_t failed = 0;
     int who = -1;
     const char *how = "";
-    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
-    for (int r = 0; r < L; ++r) {
-        if (r == me) continue;
-        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
-        if (f != 0 && flag_reached(call_seq_, f) && (failed == 0 || f < failed)) {
-            failed = f;
-            who = layout_.rank_at(node, r);
-            how = "on this node";
-        }
-    }
-    poll_inbox();
-    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_) && (failed == 0 || noticed_call_ < failed)) {
-        failed = noticed_call_;
-        who = noticed_rank_;
-        how = "on another node";
-    }
-    if (failed == 0) return false;
+    if (!peer_failed(&failed, &who, &how)) return false;
     char b[200];
     snprintf(b, sizeof b, "rank %d (%s) failed call %" PRIu64 ", which ended without an error on this rank", who, how,
              failed);
@@ -451,20 +456,13 @@ std::string Team::describe_wait(const Schedule &s, const std::vector<StepId> &wa
 }
 
 Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {
-    const int L = layout_.my_local_size(), me = layout_.my_local(), node = layout_.my_node();
     // A peer's failure: when this rank had been stuck too, it says on what, since the
     // peer that failed first (its deadline, say) may only wait for the same culprit.
-    auto heard = [&](uint64_t call, int rank, const char *how) {
-        return peer_failure(call, rank, how, stalled >= 1 ? describe_wait(s, waiting, stalled, "") : std::string());
-    };
-    for (int r = 0; r < L; ++r) {
-        if (r == me) continue;
-        const uint64_t f = __atomic_load_n(flag(r, kFlagFailed), __ATOMIC_ACQUIRE);
-        if (f != 0 && flag_reached(call_seq_, f)) return heard(f, layout_.rank_at(node, r), "on this node");
-    }
-    poll_inbox();
-    if (noticed_call_ != 0 && flag_reached(call_seq_, noticed_call_))
-        return heard(noticed_call_, noticed_rank_, "on another node");
+    uint64_t failed = 0;
+    int who = -1;
+    const char *how = "";
+    if (peer_failed(&failed, &who, &how))
+        return peer_failure(failed, who, how, stalled >= 1 ? describe_wait(s, waiting, stalled, "") : std::string());
     if (cfg_.timeout <= 0 || stalled < cfg_.timeout) return STRATA_OK;
     // The deadline: name the step waited in and the rank it waits for.
     return fail_call(STRATA_ERR_TIMEOUT, describe_wait(s, waiting, stalled, " (coll_strata_timeout)"));
