@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Spack recipe for strata (coll/strata, an Open MPI collective component). Put it in a
-# Spack package repository as packages/strata/package.py (docs/admin.md, "Spack").
+# Spack package repository as strata/package.py in its packages folder (docs/admin.md,
+# "Spack"). Written for Spack 0.22 and later (1.x included); not yet run by Spack.
 #
 # strata has no public download site: a centre serves the release tarball
 # (strata-VERSION.tar.gz from `make dist`) from a Spack source mirror, where Spack
@@ -13,6 +14,11 @@
 import os
 
 from spack.package import *
+
+try:  # Spack 1.x: the build systems live in the builtin package repository
+    from spack_repo.builtin.build_systems.autotools import AutotoolsPackage
+except ImportError:  # Spack 0.2x: spack.package exports them
+    pass
 
 
 class Strata(AutotoolsPackage):
