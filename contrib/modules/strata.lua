@@ -47,11 +47,17 @@ if mode() == "load" then
     end
 end
 
+-- present(dir): a folder to add. Only existing ones go in on load; on unload every
+-- folder is taken out, so an unload after the install was removed leaves nothing.
+local function present(dir)
+    return mode() ~= "load" or isDir(dir)
+end
+
 setenv("STRATA_ROOT", prefix)
-if isDir(pathJoin(prefix, "bin")) then
+if present(pathJoin(prefix, "bin")) then
     prepend_path("PATH", pathJoin(prefix, "bin"))
 end
-if isDir(pathJoin(prefix, "share/man")) then
+if present(pathJoin(prefix, "share/man")) then
     prepend_path("MANPATH", pathJoin(prefix, "share/man"))
 end
 
@@ -61,7 +67,7 @@ end
 -- this module added).
 if component_dir ~= ompi_dir then
     for _, dir in ipairs({component_dir, ompi_dir}) do
-        if isDir(dir) then
+        if present(dir) then
             prepend_path(path_var, dir)
         end
     end
