@@ -6,6 +6,8 @@
 
 // configure's results (STRATA_OMPI_VERSION, _SERIES, _COLL_API); no Open MPI header here.
 #include "strata_autoconf.h"
+// STRATA_GIT_COMMIT: the commit this was built from (made by make, Makefile.am).
+#include "strata_commit.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +140,7 @@ void usage(FILE *f) {
                  "                      if a check fails\n"
                  "  --ranks-per-node N  rail table for N local ranks (default: one per GPU, or 1)\n"
                  "  --ompi-info PATH    the ompi_info to ask (default: ompi_info on PATH)\n"
+                 "  --version           strata's version and the commit it was built from\n"
                  "  --help              this text\n");
 }
 
@@ -152,6 +155,10 @@ int main(int argc, char **argv) {
         if (a == "--json") json = true;
         else if (a == "--selftest") selftest = true;
         else if (a == "--help" || a == "-h") { usage(stdout); return 0; }
+        else if (a == "--version") {
+            std::printf("strata-info (strata) %s, commit %s\n", STRATA_VERSION_STRING, STRATA_GIT_COMMIT);
+            return 0;
+        }
         else if ((a == "--ranks-per-node" || a == "--ompi-info") && i + 1 < argc) {
             const char *v = argv[++i];
             if (a == "--ompi-info") { ompi_info = v; continue; }
