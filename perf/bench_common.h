@@ -17,6 +17,20 @@
 #include <string.h>
 
 #include "test/common/devbuf.h"
+/* STRATA_GIT_COMMIT (made by make, Makefile.am); STRATA_VERSION_STRING from the command line. */
+#include "strata_commit.h"
+
+/* --version anywhere on the command line: prints "NAME (strata) VERSION, commit C" and
+ * returns 1. Called before MPI_Init, so it needs no job (and no mpirun). */
+static int bench_print_version(int argc, char **argv, const char *name)
+{
+    for (int a = 1; a < argc; a++)
+        if (!strcmp(argv[a], "--version")) {
+            printf("%s (strata) %s, commit %s\n", name, STRATA_VERSION_STRING, STRATA_GIT_COMMIT);
+            return 1;
+        }
+    return 0;
+}
 
 typedef enum { T_INT8, T_UINT8, T_INT32, T_UINT32, T_INT64, T_UINT64, T_FLOAT, T_DOUBLE } type_t;
 static const struct { const char *name; MPI_Datatype dt; int size; } types[] = {

@@ -349,11 +349,13 @@ static void usage(void)
            "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
-           "             host staging: device -> pinned host, the collective without strata, host -> device\n");
+           "             host staging: device -> pinned host, the collective without strata, host -> device\n"
+           "  --version  strata's version and the commit this was built from (needs no job)\n");
 }
 
 int main(int argc, char **argv)
 {
+    if (bench_print_version(argc, argv, "strata-bench")) return 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);

@@ -355,7 +355,8 @@ static void usage(void)
            "  --thread-multiple  MPI_Init_thread(MPI_THREAD_MULTIPLE), which coll_strata_progress_thread needs\n"
            "  --idle     sleep instead of computing (a host waiting for its GPU): leaves the cores free\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the base side stages\n"
-           "             through pinned host memory\n");
+           "             through pinned host memory\n"
+           "  --version  strata's version and the commit this was built from (needs no job)\n");
 }
 
 /* One collective's table; returns the wrong elements of the sweep, or -1 if a
@@ -403,6 +404,7 @@ static long sweep(const side_t *strata, side_t *base, MPI_Comm ctl)
 
 int main(int argc, char **argv)
 {
+    if (bench_print_version(argc, argv, "strata-overlap")) return 0;
     int want_multiple = 0;
     for (int a = 1; a < argc; a++) want_multiple |= !strcmp(argv[a], "--thread-multiple");
     if (want_multiple) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &thread_level);

@@ -7,11 +7,17 @@
 // configure's results (STRATA_OMPI_VERSION, _SERIES, _COLL_API); no Open MPI header here.
 #include "strata_autoconf.h"
 
+// STRATA_GIT_COMMIT: the commit this was built from (made by make, Makefile.am).
+#include "strata_commit.h"
+
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -30,6 +36,10 @@ struct SeriesCheck {
     std::string listed_api;         // its coll API, e.g. "2.4.0"
     std::string load_error;         // why Open MPI did not load it, if it said
     std::string note;
+    std::string component_path;     // Open MPI's mca_base_component_path, "" if unknown
+    std::string component_file;     // the first mca_coll_strata.so on it, "" if none
+    bool loads = false;             // the component would load into a job here
+    std::string problem;            // why not, one line (empty when it loads)
 };
 
 std::string series_of(const std::string &version) {
@@ -40,6 +50,74 @@ std::string series_of(const std::string &version) {
 }
 
 std::string major_of(const std::string &version) { return version.substr(0, version.find('.')); }
+
+bool is_dir(const std::string &p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string &p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Whether the component would load into a job here, and if not, why: what ompi_info
+// listed or said (check_series), then where Open MPI looks (mca_base_component_path,
+// with the environment's and mca-params.conf's settings, as a job sees them).
+void component_verdict(SeriesCheck *c, const std::string &ompi_info) {
+    if (c->match < 0) {
+        c->problem = "no Open MPI answered (" + ompi_info + " did not run): strata is an Open MPI "
+                     "component and loads nowhere without one";
+        return;
+    }
+    int status = -1;
+    std::string text = strata::topo::run_command(
+        ompi_info + " --parsable --param mca base --level 9 2>/dev/null", &status);
+    std::istringstream in(text);
+    std::string line;
+    const std::string key = "mca:mca:base:param:mca_base_component_path:value:";
+    while (std::getline(in, line)) {
+        if (line.compare(0, key.size(), key) != 0) continue;
+        std::string v = line.substr(key.size());
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+        c->component_path = v;
+        break;
+    }
+    // The folders in order; Open MPI 4.1 stops at the first one that does not exist.
+    std::vector<std::string> dirs;
+    std::string missing_before;  // a missing folder ahead of the one holding the .so
+    for (size_t at = 0; at <= c->component_path.size() && !c->component_path.empty();) {
+        size_t colon = c->component_path.find(':', at);
+        if (colon == std::string::npos) colon = c->component_path.size();
+        std::string d = c->component_path.substr(at, colon - at);
+        at = colon + 1;
+        if (d.empty()) continue;
+        dirs.push_back(d);
+        if (c->component_file.empty() && is_file(d + "/mca_coll_strata.so")) c->component_file = d + "/mca_coll_strata.so";
+        if (c->component_file.empty() && missing_before.empty() && !is_dir(d)) missing_before = d;
+    }
+    if (c->match == 0) {
+        c->problem = "this strata was built for Open MPI " + c->built_series + ", the installed one is " +
+                     c->installed + " (MISMATCH above)";
+    } else if (!c->load_error.empty()) {
+        c->problem = "Open MPI could not open it: " + c->load_error;
+    } else if (c->listed) {
+        c->loads = true;
+    } else if (c->component_file.empty()) {
+        c->problem = "no mca_coll_strata.so in Open MPI's component path (" +
+                     (c->component_path.empty() ? std::string("unknown") : c->component_path) +
+                     "): install it (make install, or make install-user) or add its folder to "
+                     "mca_base_component_path";
+    } else if (!missing_before.empty() && c->installed_series == "4.1") {
+        c->problem = c->component_file + " is on the component path after " + missing_before +
+                     ", which does not exist: Open MPI " + c->installed_series +
+                     " stops its search there (list only folders that exist)";
+    } else {
+        c->problem = "Open MPI found " + c->component_file + " but does not list coll strata (it was "
+                     "excluded, e.g. by the coll variable, or failed to register; ompi_info --param coll "
+                     "strata --level 9 shows its messages)";
+    }
+}
 
 SeriesCheck check_series(const strata::topo::Report &r, const std::string &ompi_info) {
     SeriesCheck c;
@@ -85,6 +163,7 @@ SeriesCheck check_series(const strata::topo::Report &r, const std::string &ompi_
     } else {
         c.note = "this build matches the installed Open MPI";
     }
+    component_verdict(&c, ompi_info);
     return c;
 }
 
@@ -105,6 +184,13 @@ std::string series_table(const SeriesCheck &c) {
         std::snprintf(buf, sizeof buf, "  %-22s %.300s\n", "load error", c.load_error.c_str());
         o += buf;
     }
+    if (c.loads) {
+        std::snprintf(buf, sizeof buf, "  %-22s yes%s%s\n", "loads", c.component_file.empty() ? "" : ", ",
+                      c.component_file.c_str());
+    } else {
+        std::snprintf(buf, sizeof buf, "  %-22s NO: %.400s\n", "loads", c.problem.c_str());
+    }
+    o += buf;
     o += "  " + c.note + "\n";
     return o;
 }
@@ -117,7 +203,10 @@ std::string series_json_member(const SeriesCheck &c) {
         .kv_or_null("installed", c.installed).key("match");
     if (c.match < 0) w.null(); else w.boolean(c.match > 0);
     w.kb("component_listed", c.listed).kv_or_null("component_api", c.listed_api)
-        .kv_or_null("load_error", c.load_error).kv("note", c.note).end_object().end_object();
+        .kv_or_null("load_error", c.load_error).kv("note", c.note)
+        .kv_or_null("component_path", c.component_path).kv_or_null("component_file", c.component_file)
+        .kb("component_loads", c.loads).kv_or_null("component_problem", c.problem)
+        .end_object().end_object();
     const std::string &t = w.text();
     return t.substr(1, t.size() - 2);
 }
@@ -138,7 +227,12 @@ void usage(FILE *f) {
                  "                      if a check fails\n"
                  "  --ranks-per-node N  rail table for N local ranks (default: one per GPU, or 1)\n"
                  "  --ompi-info PATH    the ompi_info to ask (default: ompi_info on PATH)\n"
-                 "  --help              this text\n");
+                 "  --version           strata's version and the commit it was built from\n"
+                 "  --help              this text\n"
+                 "\n"
+                 "Exit status: 0 the component loads here; 1 a self-test check failed;\n"
+                 "2 bad arguments; 3 the component would not load into a job here (the\n"
+                 "report says why, and so does one line on stderr).\n");
 }
 
 }  // namespace
@@ -152,6 +246,10 @@ int main(int argc, char **argv) {
         if (a == "--json") json = true;
         else if (a == "--selftest") selftest = true;
         else if (a == "--help" || a == "-h") { usage(stdout); return 0; }
+        else if (a == "--version") {
+            std::printf("strata-info (strata) %s, commit %s\n", STRATA_VERSION_STRING, STRATA_GIT_COMMIT);
+            return 0;
+        }
         else if ((a == "--ranks-per-node" || a == "--ompi-info") && i + 1 < argc) {
             const char *v = argv[++i];
             if (a == "--ompi-info") { ompi_info = v; continue; }
@@ -188,5 +286,11 @@ int main(int argc, char **argv) {
         else out += "\n" + series_table(sc);
     }
     std::fputs(out.c_str(), stdout);
-    return ok ? 0 : 1;
+    if (!ok) return 1;
+    if (!sc.loads) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "strata-info: the component would not load: %s\n", sc.problem.c_str());
+        return 3;
+    }
+    return 0;
 }
