@@ -8,6 +8,10 @@
 #include <time.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
 
 namespace strata {
 
@@ -29,10 +33,88 @@ static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small"
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
 }  // namespace
 
+// Segments of freed communicators, kept for the next communicator of the same ranks
+// (a dup/free cycle would otherwise reserve and zero 16 MiB per rank each time, at the
+// default segment size). An entry is one process's mapping, found by the segment's
+// identity and this process's local index in it; it is taken up only when every local
+// rank of the new team still holds it, in the same places (node_channel.h).
+namespace {
+struct Kept {
+    uint64_t id;
+    int local, local_size;
+    size_t region;
+    std::string dir;
+    std::unique_ptr<ShmChannel> shm;
+};
+std::mutex kept_mu;
+std::deque<Kept> kept;  // newest first
+size_t kept_max = 2;    // per process; the oldest is unmapped beyond it
+
+std::string dir_key(const char *dir) { return dir ? dir : ""; }
+
+// The entry for id (0: any segment this process led, local index 0) at local index
+// `local` of a node of local_size ranks with these regions.
+std::deque<Kept>::iterator find_kept(uint64_t id, int local, int local_size, size_t region, const char *dir) {
+    for (auto it = kept.begin(); it != kept.end(); ++it)
+        if ((id == 0 || it->id == id) && it->local == local && it->local_size == local_size &&
+            it->region == region && it->dir == dir_key(dir))
+            return it;
+    return kept.end();
+}
+
+// Keeps the entries of the kept_max newest segments (one entry each in a process of
+// ranks; one per rank where ranks are threads), moving the others to *dropped.
+void trim_kept(std::deque<Kept> *dropped) {
+    std::vector<uint64_t> ids;
+    for (auto it = kept.begin(); it != kept.end();) {
+        auto at = std::find(ids.begin(), ids.end(), it->id);
+        if (at == ids.end()) at = ids.insert(ids.end(), it->id);
+        if (size_t(at - ids.begin()) >= kept_max) {
+            dropped->push_back(std::move(*it));
+            it = kept.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// Takes the kept entry into shm (which must be empty).
+bool take_kept(ShmChannel *shm, uint64_t id, int local, int local_size, size_t region, const char *dir) {
+    std::lock_guard<std::mutex> g(kept_mu);
+    auto it = find_kept(id, local, local_size, region, dir);
+    if (it == kept.end()) return false;
+    shm->swap(*it->shm);
+    kept.erase(it);
+    return true;
+}
+}  // namespace
+
+void NodeChannel::keep_segment(int local, size_t region, const char *dir) {
+    if (!shm_.shared()) return;
+    Kept k{shm_.id(), local, shm_.local_size(), region, dir_key(dir), std::unique_ptr<ShmChannel>(new ShmChannel)};
+    k.shm->swap(shm_);
+    std::deque<Kept> dropped;  // unmapped outside the lock
+    std::lock_guard<std::mutex> g(kept_mu);
+    kept.push_front(std::move(k));
+    trim_kept(&dropped);
+}
+
+void NodeChannel::set_kept_segments_for_testing(size_t n) {
+    std::deque<Kept> dropped;
+    std::lock_guard<std::mutex> g(kept_mu);
+    kept_max = n;
+    trim_kept(&dropped);
+}
+
 // Setting up the host segment, over the wire with one tag (messages from one sender
 // match in order):
 //
 //   leader                                   each local peer
+//   a kept segment ── Word{kReuse, id} ───> do I keep it, at my index?
+//                   <───────── Ack ──────── kKept or kNotKept
+//   all kKept:      clear its flags and mailboxes (no rank uses it now),
+//                   ── Word{kKeep, id} ───> take it up: done
+//   otherwise, or none kept:
 //   create, unnamed ── Word{kMap, /proc} ──> open /proc/<pid>/fd/<fd>, map
 //                   <───────── Ack ──────── kMapped, kNoProc or kFailed
 //   all kMapped:    ── Word{kKeep} ───────> done
@@ -46,34 +128,88 @@ Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailb
 // a name, and a named one is unlinked at the first moment no peer needs it.
 namespace {
 struct Word {
-    enum Verdict : int32_t { kFail = 0, kMap = 1, kKeep = 2 };
+    enum Verdict : int32_t { kFail = 0, kMap = 1, kKeep = 2, kReuse = 3 };
     int32_t verdict;
-    ShmWhere where;
+    ShmWhere where;  // kKeep: where.id != 0 when the segment is a kept one
 };
-enum Ack : int32_t { kFailed = 0, kMapped = 1, kNoProc = 2 };
+enum Ack : int32_t { kFailed = 0, kMapped = 1, kNoProc = 2, kKept = 3, kNotKept = 4 };
 }  // namespace
+
+// The leader asks its local peers whether they all still hold a segment this process
+// kept (one it led, for a node of this size and regions). When every one does, it
+// takes it up with its flags and mailboxes cleared, and sets *id; else *id is 0. Not
+// OK: a wait failed.
+Status NodeChannel::reuse_round(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region,
+                                const Waiter &w, std::string *why, std::vector<int32_t> *acks, uint64_t *id) {
+    *id = 0;
+    const int local_size = l.my_local_size(), node = l.my_node();
+    Word word{};
+    word.verdict = Word::kReuse;
+    {
+        std::lock_guard<std::mutex> g(kept_mu);
+        auto it = find_kept(0, 0, local_size, region, dir);
+        if (it == kept.end()) return STRATA_OK;
+        word.where.id = it->id;
+    }
+    std::vector<Msg> sends, recvs;
+    for (int i = 1; i < local_size; ++i) {
+        sends.push_back({&word, sizeof word, l.rank_at(node, i)});
+        recvs.push_back({&(*acks)[size_t(i)], sizeof(int32_t), l.rank_at(node, i)});
+    }
+    STRATA_CHECK(exchange(wire, tag, sends, recvs, w, why));
+    for (int i = 1; i < local_size; ++i)
+        if ((*acks)[size_t(i)] != kKept) return STRATA_OK;
+    if (!take_kept(&shm_, word.where.id, 0, local_size, region, dir)) return STRATA_OK;
+    // Every local rank has freed the communicator that used it (each kept it only
+    // then) and waits for this verdict: nobody reads or writes it now.
+    fprintf(stderr, "DBG flag0 ready=%llx done=%llx\n", (unsigned long long)*shm_.flag(0, kFlagReady), (unsigned long long)*shm_.flag(1, kFlagDone));
+    shm_.clear_control();
+    log(2, "node %d: the shared memory of a freed communicator of the same %d ranks, taken up again", node,
+        local_size);
+    *id = word.where.id;
+    return STRATA_OK;
+}
 
 Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
                          std::string *why) {
     const int local_size = l.my_local_size(), node = l.my_node();
     if (local_size == 1) return shm_.make_private(region);
-    if (l.my_local() != 0) {
+    const int me = l.my_local();
+    if (me != 0) {
         for (;;) {
             Word word{};
             STRATA_CHECK(exchange(wire, tag, {}, {{&word, sizeof word, l.rank_at(node, 0)}}, w, why));
-            if (word.verdict == Word::kKeep) return STRATA_OK;
-            if (word.verdict != Word::kMap) {
+            if (word.verdict == Word::kKeep) {
+                if (shm_.shared()) return STRATA_OK;  // the one mapped last round
+                // Held since the kKept answer: nothing else takes an entry of this index.
+                return take_kept(&shm_, word.where.id, me, local_size, region, dir) ? STRATA_OK : STRATA_ERR_SYS;
+            }
+            int32_t ack = kFailed;
+            if (word.verdict == Word::kReuse) {
+                std::lock_guard<std::mutex> g(kept_mu);
+                ack = find_kept(word.where.id, me, local_size, region, dir) != kept.end() ? kKept : kNotKept;
+            } else if (word.verdict == Word::kMap) {
+                const Status st = shm_.attach(dir, word.where, local_size, region);
+                ack = st == STRATA_OK ? kMapped : st == STRATA_ERR_UNSUPPORTED ? kNoProc : kFailed;
+            } else {
                 shm_.reset();
                 return STRATA_ERR_SYS;  // the leader (or the peer that failed) said why
             }
-            const Status st = shm_.attach(dir, word.where, local_size, region);
-            int32_t ack = st == STRATA_OK ? kMapped : st == STRATA_ERR_UNSUPPORTED ? kNoProc : kFailed;
             STRATA_CHECK(exchange(wire, tag, {{&ack, sizeof ack, l.rank_at(node, 0)}}, {}, w, why));
         }
     }
     Word word{};
-    Status status = shm_.create(dir, local_size, region, false, &word.where);
     std::vector<int32_t> acks(size_t(local_size), kMapped);
+    uint64_t id = 0;
+    STRATA_CHECK(reuse_round(l, wire, tag, dir, region, w, why, &acks, &id));
+    if (id != 0) {
+        word.verdict = Word::kKeep;
+        word.where.id = id;
+        std::vector<Msg> sends;
+        for (int i = 1; i < local_size; ++i) sends.push_back({&word, sizeof word, l.rank_at(node, i)});
+        return exchange(wire, tag, sends, {}, w, why);
+    }
+    Status status = shm_.create(dir, local_size, region, false, &word.where);
     for (int round = 0; status == STRATA_OK; ++round) {
         word.verdict = Word::kMap;
         std::vector<Msg> sends, recvs;
@@ -100,6 +236,7 @@ Status NodeChannel::open(const Layout &l, P2PChannel &wire, int tag, const char 
         status = shm_.create(dir, local_size, region, true, &word.where);
     }
     word.verdict = status == STRATA_OK ? Word::kKeep : Word::kFail;
+    word.where.id = 0;  // not a kept one: the peers mapped it
     std::vector<Msg> sends;
     for (int i = 1; i < local_size; ++i) sends.push_back({&word, sizeof word, l.rank_at(node, i)});
     STRATA_CHECK(exchange(wire, tag, sends, {}, w, why));

@@ -44,6 +44,12 @@ public:
     // happened: this stays a harmless safety net for callers that give up.
     void unlink() { shm_.release(); }
     const std::string &error() const { return shm_.error(); }
+    // At the team's end: keeps the host segment (its mapping, this process's) for the
+    // next team of the same local ranks, which takes it up instead of making one when
+    // every local rank kept it (open()). A process keeps at most two; an older one is
+    // unmapped. `local`, `region` and `dir` as given to open().
+    void keep_segment(int local, size_t region, const char *dir);
+    static void set_kept_segments_for_testing(size_t n);
 
     // Stage slots in GPU memory: this rank's region in dom's memory (dom nullptr: this
     // rank has none and says so), exported to and mapped from every local peer.
@@ -70,6 +76,8 @@ public:
     bool all_opened(uint64_t n, int local_size) const;
 
 private:
+    Status reuse_round(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region,
+                       const Waiter &w, std::string *why, std::vector<int32_t> *acks, uint64_t *id);
     ShmChannel shm_;
     DeviceRegions dregions_;
     IpcCache ipc_;

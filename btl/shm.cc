@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
+#include <utility>
 
 namespace strata {
 
@@ -52,7 +54,23 @@ void ShmChannel::reset() {
     base_ = nullptr;
     bytes_ = 0;
     is_private_ = false;
+    id_ = 0;
 }
+
+void ShmChannel::swap(ShmChannel &o) {
+    std::swap(error_, o.error_);
+    std::swap(base_, o.base_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(is_private_, o.is_private_);
+    std::swap(local_size_, o.local_size_);
+    std::swap(region_bytes_, o.region_bytes_);
+    std::swap(source_fd_, o.source_fd_);
+    std::swap(name_, o.name_);
+    std::swap(dir_, o.dir_);
+    std::swap(id_, o.id_);
+}
+
+void ShmChannel::clear_control() { memset(base_, 0, ctrl_bytes(local_size_)); }
 
 Status ShmChannel::map(int fd, size_t bytes) {
     void *p = nullptr;
@@ -123,6 +141,9 @@ Status ShmChannel::create(const char *dir, int local_size, size_t region_bytes, 
         return s;
     }
     memset(base_, 0, ctrl_bytes(local_size));
+    static thread_local std::mt19937_64 ids{std::random_device{}()};
+    do id_ = ids(); while (id_ == 0);
+    where->id = id_;
     if (named) {
         where->kind = ShmWhere::kName;
         snprintf(where->name, sizeof where->name, "%s", name_.c_str());
@@ -162,6 +183,7 @@ Status ShmChannel::attach(const char *dir, const ShmWhere &where, int local_size
     }
     const Status s = map(fd, bytes);
     close(fd);  // the mapping keeps the segment
+    if (s == STRATA_OK) id_ = where.id;
     return s;
 }
 

@@ -46,6 +46,7 @@ struct ShmWhere {
     int32_t kind;
     shm::Locator proc;  // kProc: the leader's /proc/<pid>/fd/<fd>
     char name[64];      // kName
+    uint64_t id;        // the segment's identity (random), by which a freed one is found again
 };
 
 class ShmChannel {
@@ -76,6 +77,13 @@ public:
     void release();
     // Lets go of the segment (unmapped, released): before mapping another.
     void reset();
+    // Exchanges everything with o: a segment kept for reuse moves this way.
+    void swap(ShmChannel &o);
+    // Zeroes every rank's flags and mailboxes: a segment taken up again by a new team,
+    // while no rank uses it (node_channel.cc).
+    void clear_control();
+    uint64_t id() const { return id_; }
+    bool shared() const { return base_ != nullptr && !is_private_; }
 
     uint64_t *flag(int local, int which) const;
     // kMailboxBytes of local rank `local`, written by it and read by its peers
@@ -101,6 +109,7 @@ private:
     int source_fd_ = -1;  // the leader's fd of an unnamed segment, until released
     std::string name_;    // set until unlinked (leader only)
     std::string dir_;     // "" = POSIX shm
+    uint64_t id_ = 0;     // ShmWhere::id
 };
 
 }  // namespace strata

@@ -29,6 +29,11 @@ Team::~Team() {
     if (queued()) log(0, "internal: a communicator freed with %zu collective call(s) still queued", queue_.size());
     forget_queue();
     close_inbox();
+    // The next communicator of the same local ranks (a dup/free cycle) takes the host
+    // segment up again rather than reserving a new one (btl/node_channel.h). A team that
+    // had the GPU path has its stage slots elsewhere and a teardown of its own.
+    if (setup_ == Setup::Ready && device_tries_ == 0 && layout_.my_local_size() > 1)
+        node_.keep_segment(layout_.my_local(), host_region_bytes(), cfg_.shm_dir);
     release_device();
 }
 
@@ -271,9 +276,10 @@ Status Team::setup_device(std::string *why) {
     return STRATA_OK;
 }
 
+size_t Team::host_region_bytes() const { return size_t(kStages) * 2 * segment_bytes(false); }
+
 Status Team::setup_shm(std::string *why) {
-    const size_t region = size_t(kStages) * 2 * segment_bytes(false);
-    return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, region, waiter(), why);
+    return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, host_region_bytes(), waiter(), why);
 }
 
 // A setup wait failed (the deadline, a peer that gave up, the transport). On a team

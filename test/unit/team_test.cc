@@ -4,12 +4,14 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "btl/node_channel.h"
 #include "harness.h"
 #include "strata.h"
 #include "topo/shm_segment.h"
@@ -24,6 +26,13 @@ int strata_files(const char *dir) {
     }
     return n;
 }
+
+// While it lives, a team makes its node's segment anew rather than taking up one a
+// freed team kept (for the tests of how segments are made).
+struct NoKeptSegments {
+    NoKeptSegments() { strata::NodeChannel::set_kept_segments_for_testing(0); }
+    ~NoKeptSegments() { strata::NodeChannel::set_kept_segments_for_testing(2); }
+};
 
 // Runs one int32 sum allreduce on every rank; returns each rank's status.
 std::vector<strata_status_t> one_allreduce(const std::vector<int> &keys, const char *shm_dir,
@@ -107,6 +116,7 @@ TEST(Team, NamedSegmentWhereProcIsRefusedAndNothingLeft) {
     // Peers cannot open the leader's unnamed segment (as where /proc is refused): the
     // node agrees on a named one, says so at verbose level, and unlinks it at once.
     const int before = strata_files("/dev/shm");
+    NoKeptSegments fresh;
     Lines lines;
     strata::shm::refuse_proc_for_testing(true);
     std::vector<int> res;
@@ -125,6 +135,7 @@ TEST(Team, NamedSegmentWhereProcIsRefusedAndNothingLeft) {
 TEST(Team, SegmentTheNodeCannotSpareFallsBackWithOneLine) {
     // Ranks 0-2 on node 0 want 3 x 4 x 4 MiB; the node "has" 16 MiB of memory, so may
     // give 8 MiB: every rank falls back, one level-0 line names bytes and the setting.
+    NoKeptSegments fresh;
     strata::shm::Room room;
     room.fs_free = uint64_t(1) << 40;
     room.memory = 16 << 20;
@@ -138,6 +149,62 @@ TEST(Team, SegmentTheNodeCannotSpareFallsBackWithOneLine) {
     ASSERT_EQ(said.size(), 1u);
     EXPECT_NE(said[0].find("falls back"), std::string::npos) << said[0];
     EXPECT_EQ(lines.with(0, {}).size(), 1u);
+}
+
+// A dup/free cycle: the next team of the same ranks on a node takes up the segment the
+// freed one kept, with its flags and mailboxes cleared (the old team's would let the new
+// team's first calls through unwaited, or, after a failed call, break it), and is exact.
+TEST(Team, TheNextTeamOfTheSameRanksTakesUpTheFreedOnesSegment) {
+    constexpr int kRanks = 3, kCalls = 40, kTeams = 3;
+    Lines lines;
+    strata_test::ThreadJob job(kRanks);
+    std::vector<std::string> errors(kRanks);
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        for (int t = 0; t < kTeams && err.empty(); ++t) {
+            strata_config_t cfg;
+            strata_config_defaults(&cfg);
+            cfg.host_buffers = 1;
+            cfg.host_handback = 0;
+            cfg.lazy_calls = 0;
+            cfg.verbose = 2;
+            cfg.segment_size = 4096;  // calls of several segments: both stages, flags well past 1
+            const int r = rank;
+            strata_transport_t tp = job.transport(rank);
+            strata_team_t *team = nullptr;
+            if (strata_team_create(r, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+                err = "team create";
+                break;
+            }
+            if (strata_team_setup(team) != STRATA_OK) err = "team " + std::to_string(t) + " setup";
+            // Team 0 runs more calls than the others, so that its flags end higher
+            // than any of theirs before it is freed.
+            for (int c = 1; c <= (t == 0 ? 3 * kCalls : kCalls) && err.empty(); ++c) {
+                // The last rank comes late to the first call of a new team (set up
+                // already): a peer that took a stale flag of the old team for its input
+                // would read too soon.
+                if (t > 0 && c == 1 && rank == kRanks - 1) usleep(50000);
+                std::vector<int> v(8192, r + c);  // above small_msg_size: through the stage slots
+                if (strata_allreduce(team, STRATA_IN_PLACE, v.data(), int(v.size()), STRATA_INT32, STRATA_OP_SUM) !=
+                    STRATA_OK)
+                    err = "team " + std::to_string(t) + " call " + std::to_string(c) + " failed";
+                for (size_t i = 0; i < v.size() && err.empty(); ++i)
+                    if (v[i] != 3 * c + 3) err = "team " + std::to_string(t) + " call " + std::to_string(c) + ": wrong sum";
+            }
+            // Team 0 ends with a call that fails (a NULL buffer on one rank): its flags
+            // name that failed call, which would break the next team's first calls.
+            if (t == 0 && err.empty()) {
+                std::vector<int> v(8192, 1), out(8192);
+                const strata_status_t st = strata_allreduce(team, v.data(), rank == 1 ? nullptr : out.data(),
+                                                            int(v.size()), STRATA_INT32, STRATA_OP_SUM);
+                if (st == STRATA_OK) err = "the call with a NULL buffer succeeded";
+            }
+            strata_team_destroy(team);
+        }
+    });
+    for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+    // Teams 1 and 2 take up their predecessor's segment (the node leader says so).
+    EXPECT_EQ(lines.with(2, {"taken up again"}).size(), 2u);
 }
 
 TEST(Team, BadArguments) {
