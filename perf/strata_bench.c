@@ -347,6 +347,7 @@ static void usage(void)
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
+           "             (with --device: on communicators whose ranks all have a GPU)\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
            "             host staging: device -> pinned host, the collective without strata, host -> device\n"
@@ -392,7 +393,10 @@ int main(int argc, char **argv)
     if (!single) MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &cb);
     MPI_Info_free(&info);
     if (comms > 0) {
-        int st = comm_cycles(comms, ctl);
+        /* --device: every rank has a GPU first, so the communicators made are GPU teams
+         * (their calls still on host buffers, staged through the GPU) */
+        int sharing, st = on_device ? device_init(ctl, &sharing) : 0;
+        if (st == 0) st = comm_cycles(comms, ctl);
         MPI_Comm_free(&cs);
         if (cb != MPI_COMM_NULL) MPI_Comm_free(&cb);
         MPI_Comm_free(&ctl);

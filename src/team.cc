@@ -134,6 +134,11 @@ Status Team::ensure_setup(bool blocking_call) {
         return STRATA_OK;
     }
     layout_ = make_layout(rank_, keys, cfg_.node_size);
+    // A team that will try the GPU path keeps its stage slots in GPU memory: its host
+    // segment holds only flags and mailboxes (a few KiB, not 16 MiB of /dev/shm per
+    // rank). Decided from the gathered bits and a setting, so alike on every rank; the
+    // slots come back if the GPU path fails (take_host_slots).
+    host_slots_ = !(gpu_ranks == size_ && cfg_.device_path == STRATA_DEVICE_PATH_GPU);
 
     // Every rank takes part in the agreement, whatever happened locally, so that
     // no rank runs strata while another falls back. The agreed value is the lowest
@@ -172,7 +177,9 @@ Status Team::ensure_setup(bool blocking_call) {
                 rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
         return STRATA_FALLBACK;
     }
-    STRATA_CHECK(agree_device(gpu_ranks == size_));
+    // (STRATA_FALLBACK too: a GPU team whose GPU path failed and whose node could not
+    // then spare the host slots)
+    if (const Status st = agree_device(gpu_ranks == size_); st != STRATA_OK) return st;
     setup_ = Setup::Ready;
     post_inbox();
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
@@ -235,7 +242,7 @@ Status Team::agree_device(bool gpu_everywhere) {
             log(0, "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
                    "and stages device buffers",
                 rank_, why.c_str());
-        return STRATA_OK;
+        return take_host_slots();
     }
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
@@ -276,10 +283,46 @@ Status Team::setup_device(std::string *why) {
     return STRATA_OK;
 }
 
-size_t Team::host_region_bytes() const { return size_t(kStages) * 2 * segment_bytes(false); }
+// A GPU team's segment has no stage slots (its slots are in GPU memory) until it takes them.
+size_t Team::host_region_bytes() const { return host_slots_ ? size_t(kStages) * 2 * segment_bytes(false) : 0; }
 
 Status Team::setup_shm(std::string *why) {
     return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, host_region_bytes(), waiter(), why);
+}
+
+// The GPU path failed on a team whose host segment was made without stage slots: every
+// rank (the failure was agreed) replaces it with one that has them, and they agree
+// again, so a node that cannot spare the slots falls back everywhere. Only at first
+// setup: a team that serves already has its slots.
+Status Team::take_host_slots() {
+    if (host_slots_) return STRATA_OK;
+    host_slots_ = true;
+    std::string why;
+    const Status local = setup_shm(&why);
+    // The GPU regions are gone on every rank of the node (release_device); without a
+    // segment there are no flags for teardown's handshake either.
+    if (local != STRATA_OK) device_tries_ = 0;
+    if (local == STRATA_ERR_TIMEOUT) {  // this rank's wait for its node leader
+        node_.unlink();
+        return setup_failed(local, why);
+    }
+    if (local == STRATA_OK) {
+        raise_flags(kCallSpan - 1);
+        // every rank of the node has let go of the GPU regions already (release_device)
+        __atomic_store_n(flag(layout_.my_local(), kFlagClosed), device_tries_, __ATOMIC_RELEASE);
+    }
+    const bool own_failure = local != STRATA_OK && !node_.error().empty();
+    int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
+    const Status agreed = agree_.min(&first_failed, 1, waiter(), "host stage slots", &why);
+    node_.unlink();
+    if (agreed != STRATA_OK) return setup_failed(agreed, why);
+    if (first_failed == INT_MAX) return STRATA_OK;
+    setup_ = Setup::Failed;
+    if (first_failed == rank_ || first_failed == size_ + rank_)
+        log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
+               "the previous collective component",
+            rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
+    return STRATA_FALLBACK;
 }
 
 // A setup wait failed (the deadline, a peer that gave up, the transport). On a team

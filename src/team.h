@@ -224,7 +224,9 @@ public:
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
 private:
+    // The node's host segment: stage slots in it unless host_slots_ is false.
     Status setup_shm(std::string *why);
+    Status take_host_slots();
     Status setup_failed(Status st, const std::string &why);
     // How this team's blocking exchanges wait: progressing the stack and other
     // teams' queued calls, under coll_strata_timeout.
@@ -248,6 +250,7 @@ private:
     int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
     bool private_ = false;       // messages go over the team's own communicator
+    bool host_slots_ = true;     // the host segment has stage slots (not a GPU team's)
     std::atomic<bool> opening_private_{false};
     uint64_t same_value_ = 0;    // expect_same()
     bool same_ok_ = true, same_everywhere_ = false;

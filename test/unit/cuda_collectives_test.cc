@@ -122,6 +122,8 @@ struct LogTally {
     int remapped = 0;        // lines of the IPC cache mapping over a stale mapping
     int copied_instead = 0;  // buffers copied because a stale mapping stayed in use
     int unshared = 0;        // the calls' notes about them
+    int segments = 0;        // host segments made, and the largest one's bytes
+    size_t largest_segment = 0;
 };
 std::mutex g_log_mu;
 LogTally g_log;
@@ -156,7 +158,12 @@ void tally(int level, const char *msg) {
         ++g_log.unshared;  // each rank of the node notes such a call (at most 8 here)
         return;
     }
-    if (level == 2 && m.rfind("node segment of ", 0) == 0) return;  // how setup made the host segment
+    size_t bytes = 0;
+    if (level == 2 && sscanf(m.c_str(), "node segment of %zu bytes", &bytes) == 1) {  // how setup made it
+        ++g_log.segments;
+        g_log.largest_segment = std::max(g_log.largest_segment, bytes);
+        return;
+    }
     for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
         const std::string head = std::string(strata_coll_name(strata_coll_t(c))) + ": ";
         if (level != 2 || m.rfind(head, 0) != 0 || m.find(" bytes, ") == std::string::npos) continue;
@@ -671,6 +678,11 @@ TEST_P(DeviceTeams, EveryCollectiveOnDeviceBuffersMatchesTheHostReference) {
         }
     }
     EXPECT_EQ(strata_test::count_strata_segments(), segments) << "a segment was left in /dev/shm";
+    // A device team's stage slots are in GPU memory: its host segment holds flags and
+    // mailboxes only, 1 KiB per rank in whole pages (at most 5 ranks a node here), not
+    // the 4 x 512 bytes per rank of host slots it would never use.
+    EXPECT_GT(o.log.segments, 0) << "no node segment made (every layout here has a node of 2 ranks or more)";
+    EXPECT_LE(o.log.largest_segment, size_t(8192)) << "a device team's host segment holds stage slots";
     ASSERT_EQ(stats_(&after), 0);
     EXPECT_EQ(after.ipc_open, before.ipc_open) << "IPC mappings left open";
     EXPECT_LE(after.dev_allocs, before.dev_allocs) << "device memory left allocated";

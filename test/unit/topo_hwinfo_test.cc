@@ -45,15 +45,48 @@ std::string two_socket_xml() {
                      "<object type=\"Bridge\" bridge_type=\"1-1\" depth=\"1\" bridge_pci=\"0000:[81-81]\" "
                      "pci_busid=\"0000:80:01.0\" pci_type=\"0604 [1000:c010] [1000:a064] b0\">" +
                      pci("0000:81:00.0", kGpu, "") + "</object></object>";
-    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?><!DOCTYPE topology SYSTEM \"hwloc2.dtd\">"
+    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
            "<topology version=\"2.0\"><object type=\"Machine\" os_index=\"0\" cpuset=\"0x3\" "
            "complete_cpuset=\"0x3\" allowed_cpuset=\"0x3\" nodeset=\"0x3\" complete_nodeset=\"0x3\" "
            "allowed_nodeset=\"0x3\">" + socket(0, s0) + socket(1, s1) + "</object></topology>";
 }
 
+// hwloc reads XML with libxml2 where its plugin is installed (libhwloc-plugins) and with
+// a parser of its own where not (a bare image). That one skips the header lines line by
+// line, so the topologies above keep them on lines of their own. Where this hwloc cannot
+// read back the XML it writes of a small synthetic machine, there is nothing to test
+// with: the tests that load XML skip and say why (asked of hwloc, not guessed from files).
+std::string xml_unusable() {
+    static const std::string why = [] {
+        hwloc_topology_t made, back;
+        if (hwloc_topology_init(&made) != 0) return std::string("hwloc_topology_init failed");
+        char *buf = nullptr;
+        int len = 0;
+        if (hwloc_topology_set_synthetic(made, "pack:2 core:1 pu:1") != 0 || hwloc_topology_load(made) != 0 ||
+            hwloc_topology_export_xmlbuffer(made, &buf, &len, 0) != 0) {
+            hwloc_topology_destroy(made);
+            return std::string("it cannot write a synthetic topology as XML");
+        }
+        std::string w;
+        const int loaded = load_topology(&back, buf, &w);
+        hwloc_free_xmlbuffer(made, buf);
+        hwloc_topology_destroy(made);
+        if (loaded != 0) return "it cannot read back the XML it wrote: " + w;
+        hwloc_topology_destroy(back);
+        return std::string();
+    }();
+    return why;
+}
+#define SKIP_WITHOUT_XML()                                                                    \
+    do {                                                                                      \
+        const std::string why_ = xml_unusable();                                              \
+        if (!why_.empty()) GTEST_SKIP() << "hwloc cannot read XML topologies here: " << why_; \
+    } while (0)
+
 class TwoSocket : public ::testing::Test {
 protected:
     void SetUp() override {
+        SKIP_WITHOUT_XML();
         std::string why, xml = two_socket_xml();
         ASSERT_EQ(load_topology(&topo_, xml.c_str(), &why), 0) << why;
         loaded_ = true;
@@ -176,11 +209,12 @@ TEST(Rails, NothingAtAll) {
 }
 
 TEST(Rails, EquidistantNicsAreShared) {
+    SKIP_WITHOUT_XML();
     // 4 GPUs and 2 NICs under one host bridge: ties spread the GPUs 2 and 2.
     std::string io = "<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[10-1f]\">";
     for (int g = 0; g < 4; ++g) io += pci(("0000:1" + std::to_string(g) + ":00.0").c_str(), kGpu, "");
     io += pci("0000:1a:00.0", kNic, nic_os(0).c_str()) + pci("0000:1b:00.0", kNic, nic_os(1).c_str()) + "</object>";
-    std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><!DOCTYPE topology SYSTEM \"hwloc2.dtd\">"
+    std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
                       "<topology version=\"2.0\"><object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
                       "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
                       "allowed_nodeset=\"0x1\">" + socket(0, io) + "</object></topology>";
