@@ -261,8 +261,8 @@ void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
 
 __thread int mca_coll_strata_quiet = 0;
 
-/* The application's calls come through an MPI binding (MPI_Allreduce, PMPI_Allreduce:
- * the exported symbol dladdr finds at the caller's address), Open MPI's own from inside
+/* The application's calls come through an MPI binding (MPI_Allreduce, PMPI_Allreduce,
+ * MPIX_Allreduce_init: the exported symbol dladdr finds at the caller's address), Open MPI's own from inside
  * libmpi (its hidden functions, where dladdr finds the library but no symbol; or an
  * exported one such as ompi_comm_split). A caller outside libmpi is the application's
  * (a static libmpi too: logged). A handful of call sites make every call: their
@@ -285,8 +285,9 @@ static int called_through_binding(const void *caller)
      * a copy of MPI_COMM_WORLD's object, and addresses of MPI_ functions a PLT entry) */
     if (0 != dladdr(caller, &info) && 0 != dladdr((const void *) (uintptr_t) &ompi_comm_split, &mpi) &&
         info.dli_fbase == mpi.dli_fbase) {
-        app = NULL != info.dli_sname &&
-              (0 == strncmp(info.dli_sname, "MPI_", 4) || 0 == strncmp(info.dli_sname, "PMPI_", 5));
+        const char *n = NULL != info.dli_sname ? info.dli_sname : "";
+        n += 'P' == n[0];   /* PMPI_, PMPIX_ */
+        app = 0 == strncmp(n, "MPI_", 4) || 0 == strncmp(n, "MPIX_", 5);
     }
     seen[next % SEEN] = caller;
     answer[next % SEEN] = app;
