@@ -273,6 +273,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // collectives (Team::open_private): they are its, on every rank, and may come from
     // another thread's progress while the maker holds the team.
     if (team.opening_private()) return STRATA_FALLBACK;
+    // Whether the call is Open MPI's own (log_quiet), kept through the calls the stack
+    // makes inside this one (setup makes a communicator: they set it for themselves).
+    struct KeepQuiet {
+        const bool quiet = log_quiet();
+        ~KeepQuiet() { set_log_quiet(quiet); }
+    } keep;
     std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
     const bool blocking = start.mode == CallInfo::Blocking;
     // After a failed call (every rank that took part returned an error, or hears of it
@@ -290,6 +296,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         team.drain();
         if (team.defer_setup(bytes)) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_LAZY);
         Status st = team.ensure_setup(true);
+        set_log_quiet(keep.quiet);
         if (st == STRATA_FALLBACK)
             return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
         if (st != STRATA_OK) return st;
@@ -371,7 +378,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.bytes = log_bytes(coll, team, args);
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
-    info.quiet = log_quiet();
+    info.quiet = keep.quiet;
     info.why = args.why ? args.why : status_name(args.local);
 
     if (blocking) {

@@ -64,5 +64,6 @@ const char *status_name(Status s) {
 extern "C" void strata_set_logger(strata_log_fn fn) { strata::g_logger = fn; }
 extern "C" void strata_set_log_level(int max_level) { strata::g_max_level = max_level; }
 extern "C" void strata_log_quiet(int quiet) { strata::t_quiet = quiet != 0; }
+extern "C" int strata_log_is_quiet(void) { return strata::t_quiet ? 1 : 0; }
 
 extern "C" const char *strata_status_name(strata_status_t status) { return strata::status_name(status); }

@@ -178,8 +178,10 @@ void strata_set_logger(strata_log_fn fn);
 void strata_set_log_level(int max_level);
 /* The calls this thread makes from now on are (1) or are not (0) Open MPI's own (made
  * while it creates a communicator, say): their per-call lines (level 2) are not logged.
- * A queued call keeps the value it was made with. */
+ * A queued call keeps the value it was made with; a call keeps its own through the calls
+ * Open MPI makes inside it (strata's setup makes a communicator). */
 void strata_log_quiet(int quiet);
+int strata_log_is_quiet(void);
 
 /* Fills cfg with the built-in defaults. */
 void strata_config_defaults(strata_config_t *cfg);

@@ -219,8 +219,7 @@ void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
 int mca_coll_strata_enter(const void *caller);
 #define MCA_COLL_STRATA_ENTER \
     int mca_coll_strata_entered_ __attribute__((unused)) = mca_coll_strata_enter(__builtin_return_address(0))
-/* Whether this thread's current call is Open MPI's own (set by mca_coll_strata_enter). */
-extern __thread int mca_coll_strata_quiet;
+
 
 /* strata status -> MPI error code; an error is said in one line naming the
  * communicator, the collective and what went wrong (the core's last error). */

@@ -251,15 +251,13 @@ void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
         return;
     }
     strata_team_count_handback(m->team, STRATA_HANDBACK_UNSUPPORTED);
-    if (mca_coll_strata_component.verbose >= 2 && !mca_coll_strata_quiet) {
+    if (mca_coll_strata_component.verbose >= 2 && !strata_log_is_quiet()) {
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: %d: %s %zu B cid %d: fallback (%s)",
                     ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, bytes,
                     MCA_COLL_STRATA_CID(m->comm), why);
     }
 }
-
-__thread int mca_coll_strata_quiet = 0;
 
 /* The application's calls come through an MPI binding (MPI_Allreduce, PMPI_Allreduce,
  * MPIX_Allreduce_init: the exported symbol dladdr finds at the caller's address), Open MPI's own from inside
@@ -299,14 +297,15 @@ int mca_coll_strata_enter(const void *caller)
 {
     static int level = -1;   /* the core's log level as last set; a stale read only sets it again */
     const mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    int quiet;
 
     if (level != cs->verbose) {
         level = cs->verbose;
         strata_set_log_level(level);
     }
-    mca_coll_strata_quiet = cs->verbose >= 2 && !cs->verbose_internal && !called_through_binding(caller);
-    strata_log_quiet(mca_coll_strata_quiet);
-    return mca_coll_strata_quiet;
+    quiet = cs->verbose >= 2 && !cs->verbose_internal && !called_through_binding(caller);
+    strata_log_quiet(quiet);
+    return quiet;
 }
 
 int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll)

@@ -381,7 +381,7 @@ void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll
     char msg[160];
     const char *alg = strata_team_last_algorithm(m->team);
 
-    if (mca_coll_strata_component.verbose < 2 || mca_coll_strata_quiet) {
+    if (mca_coll_strata_component.verbose < 2 || strata_log_is_quiet()) {
         return;
     }
     snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s%s", name, bytes,

@@ -17,7 +17,9 @@
  *   the ranks per node), else 0; bytes_in_place = bytes_staged = 0 (host buffers);
  *   bytes_sent > 0 exactly when the job spans more than one node (-l < size);
  *   ipc_cache_* = deadline_expiries = 0.
- * -w expects one allreduce more than ran: a control that must fail.
+ * -w expects one allreduce more than ran: a control that must fail. -V LEVEL writes
+ * coll_strata_verbose through MPI_T (a control variable settable while the job runs)
+ * before the sequence: its per-call lines then appear from that point on.
  * Prints "mpit_check: PASS" (rank 0) or a line per wrong counter and exits 1.
  */
 #include <mpi.h>
@@ -72,6 +74,31 @@ static void expect(const char *suffix, unsigned long long want)
 }
 
 /* Every variable of the component: listed, checked for what a counter must be. */
+/* coll_strata_verbose := level, as a tool sets it. */
+static void set_verbose(int level)
+{
+    int num, i;
+    MPI_T_cvar_get_num(&num);
+    for (i = 0; i < num; ++i) {
+        char name[128];
+        int name_len = sizeof name, verbosity, bind, scope, count, rc;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        MPI_T_cvar_handle h;
+        if (MPI_SUCCESS != MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, NULL, NULL, &bind,
+                                               &scope) ||
+            0 != strcmp(name, "coll_strata_verbose")) {
+            continue;
+        }
+        MPI_T_cvar_handle_alloc(i, NULL, &h, &count);
+        rc = MPI_T_cvar_write(h, &level);
+        MPI_T_cvar_handle_free(&h);
+        if (MPI_SUCCESS != rc) bad("%s: MPI_T_cvar_write failed (%llu %llu)", name, (unsigned long long) rc, 0);
+        return;
+    }
+    bad("no control variable %s (%llu %llu)", "coll_strata_verbose", 0, 0);
+}
+
 static int list_pvars(void)
 {
     int num, i;
@@ -101,7 +128,7 @@ static int list_pvars(void)
 
 int main(int argc, char **argv)
 {
-    int n = 10, k = 3, m = 5, r = 1, per_node = 0, wrong = 0, size, provided, opt, i, count, one = 1, sum = 0;
+    int n = 10, k = 3, m = 5, r = 1, per_node = 0, wrong = 0, verbose = -1, size, provided, opt, i, count, one = 1, sum = 0;
     const char *alg = "hier_rd";
     MPI_T_pvar_session session;
     double *ar;
@@ -112,7 +139,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((opt = getopt(argc, argv, "n:k:m:r:a:l:w")) != -1) {
+    while ((opt = getopt(argc, argv, "n:k:m:r:a:l:wV:")) != -1) {
         switch (opt) {
         case 'n': n = atoi(optarg); break;
         case 'k': k = atoi(optarg); break;
@@ -121,8 +148,9 @@ int main(int argc, char **argv)
         case 'a': alg = optarg; break;
         case 'l': per_node = atoi(optarg); break;
         case 'w': wrong = 1; break;
+        case 'V': verbose = atoi(optarg); break;
         default:
-            if (0 == rank) fprintf(stderr, "usage: mpit_check [-n N] [-k K] [-m M] [-r R] [-a ALG] [-l RANKS_PER_NODE] [-w]\n");
+            if (0 == rank) fprintf(stderr, "usage: mpit_check [-n N] [-k K] [-m M] [-r R] [-a ALG] [-l RANKS_PER_NODE] [-w] [-V LEVEL]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -133,6 +161,7 @@ int main(int argc, char **argv)
         printf("rank %d: no performance variable named coll_strata_*: is the component loaded?\n", rank);
         ++failures;
     }
+    if (verbose >= 0) set_verbose(verbose);
     MPI_T_pvar_session_create(&session);
     for (i = 0; i < npvars; ++i) {
         if (MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, pvars[i].index, NULL, &pvars[i].handle, &count) ||
