@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "stats.h"
+
 namespace strata {
 
 namespace {
@@ -92,6 +94,7 @@ struct Pending {
                     char b[96];
                     snprintf(b, sizeof b, "no progress for %.1f s (coll_strata_timeout): ", stalled);
                     *why = b;
+                    count(STRATA_STAT_DEADLINES);
                     for (const Req &r : reqs) {
                         if (r.req == nullptr) continue;
                         *why += "waiting for rank " + std::to_string(r.peer) +
@@ -155,6 +158,7 @@ Status wait_request(P2PChannel &ch, void *req, const Waiter &w, const char *what
             char b[128];
             snprintf(b, sizeof b, "no progress for %.1f s (coll_strata_timeout): waiting for ", waited);
             *why = b + std::string(what) + " (every rank makes it)";
+            count(STRATA_STAT_DEADLINES);
             return STRATA_ERR_TIMEOUT;
         }
         idle_once(ch, w);

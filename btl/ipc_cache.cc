@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "stats.h"
+
 namespace strata {
 
 // One cuIpcOpenMemHandle of one handle in this process, shared by every cache that
@@ -231,12 +233,14 @@ Status IpcCache::map(MemDomain &dom, int peer, const IpcRef &ref, char **ptr) {
             lru_.splice(lru_.begin(), lru_, hit->second);  // iterators stay valid
             lru_.front().used = stamp_;
             ++stats_.hits;
+            count(STRATA_STAT_IPC_HITS);
             *ptr = mapped + ref.offset;
             return STRATA_OK;
         }
         close(hit->second);  // closed for an overlapping allocation: map again
     }
     ++stats_.misses;
+    count(STRATA_STAT_IPC_MISSES);
     // Anything else cached for this peer at this address is an allocation it has
     // freed since (or a mapping of another domain): close it now.
     for (auto it = index_.lower_bound(Key{peer, ref.base, 0});
@@ -293,6 +297,7 @@ void IpcCache::evict_to(size_t n, uint64_t incoming) {
     };
     while (over() && lru_.back().used != stamp_) {
         ++stats_.evicted;
+        count(STRATA_STAT_IPC_EVICTIONS);
         close(std::prev(lru_.end()));
     }
 }

@@ -136,10 +136,6 @@ int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable
     return table.find(table.choose(t, a));
 }
 
-// Where a rule came from, for the per-call log line.
-const char *rule_source(const Rule *r) {
-    return builtin_host_rules().owns(r) ? "built-in host rules (coll_strata_host_handback)" : "rules file";
-}
 }  // namespace
 
 // How a call is made: blocking, or (with a request) nonblocking or persistent.
@@ -154,6 +150,17 @@ const char *mode_note(CallInfo::Mode m) {
     return m == CallInfo::Nonblocking ? ", nonblocking" : m == CallInfo::Persistent ? ", persistent" : "";
 }
 
+// The bytes of a served call, by the path its node part took (strata.h: strata_stat_t);
+// bytes sent point-to-point are counted where they are sent (the engine).
+void count_bytes(const Team &team, const Call &call) {
+    const CallInfo &i = call.info;
+    if (call.mapped())
+        count(STRATA_STAT_BYTES_IN_PLACE, i.bytes);
+    else if (team.layout().my_local_size() > 1)
+        count(STRATA_STAT_BYTES_SLOTS, i.bytes);
+    if (i.copied) count(STRATA_STAT_BYTES_STAGED, i.bytes);
+}
+
 // The end of a call whose schedule ran with outcome st: a failure becomes the team's
 // (its peers hear of it); else the call ends on the node, is counted and logged.
 Status finish_call(Team &team, Call &call, Status st) {
@@ -162,6 +169,9 @@ Status finish_call(Team &team, Call &call, Status st) {
         return team.broken() ? st : team.fail_call(st, std::string(i.alg_name) + ": " + status_name(st));
     STRATA_CHECK(team.end_call());
     team.count_call(i.coll, i.alg, i.alg_name);
+    count_bytes(team, call);
+    const bool quiet = log_quiet();  // a queued call may end in another call's pass
+    set_log_quiet(i.quiet);
     char from_rule[48] = "";
     if (i.rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", i.rule_line);
     log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s%s", strata_coll_name(i.coll), i.bytes,
@@ -169,6 +179,7 @@ Status finish_call(Team &team, Call &call, Status st) {
         team.device() ? " in GPU memory" : "", call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
         !i.copied ? "" : team.device() ? ", host buffers staged through the GPU" : ", device buffers staged through host",
         mode_note(i.mode));
+    set_log_quiet(quiet);
     return STRATA_OK;
 }
 
@@ -238,6 +249,19 @@ void start_request(strata_request *r) {
 }
 }  // namespace
 
+namespace {
+// A call handed back to the previous component: counted, and one line at verbose 2 that
+// says why in plain words (the glue adds none for it). detail: what the words leave
+// out ("" for nothing).
+Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
+                 const char *detail = "") {
+    team.count_handback(why);
+    log(2, "%s: %zu bytes: handed back: %s%s%s", strata_coll_name(coll), bytes, strata_handback_words(why), detail,
+        mode_note(mode));
+    return STRATA_FALLBACK;
+}
+}  // namespace
+
 // Sets up the team if needed (blocking calls), picks the algorithm (setting or rule),
 // builds, and runs the call (blocking) or queues it (nonblocking, persistent).
 // Every decision before the call is numbered depends only on agreed values (setup,
@@ -249,6 +273,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // collectives (Team::open_private): they are its, on every rank, and may come from
     // another thread's progress while the maker holds the team.
     if (team.opening_private()) return STRATA_FALLBACK;
+    // Whether the call is Open MPI's own (log_quiet), kept through the calls the stack
+    // makes inside this one (setup makes a communicator: they set it for themselves).
+    struct KeepQuiet {
+        const bool quiet = log_quiet();
+        ~KeepQuiet() { set_log_quiet(quiet); }
+    } keep;
     std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
     const bool blocking = start.mode == CallInfo::Blocking;
     // After a failed call (every rank that took part returned an error, or hears of it
@@ -257,56 +287,52 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // that returned success from the failed call learns of it here, before its next
     // call (Team::check_broken), or inside it (see peers_ran_it_elsewhere below), and
     // hands back as its peers do (README: Errors).
+    const size_t bytes = call_bytes(coll, team, args);
     if (team.check_broken()) {
-        log(2, "%s: handed back: an earlier call on this communicator failed (%s)", strata_coll_name(coll),
-            team.first_failure().c_str());
-        return STRATA_FALLBACK;
+        const std::string why = " (" + team.first_failure() + ")";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED, why.c_str());
     }
     if (blocking) {
         team.drain();
-        if (team.defer_setup(call_bytes(coll, team, args))) {
-            log(2, "%s: small call on a communicator not set up yet: handed back (coll_strata_lazy_calls)",
-                strata_coll_name(coll));
-            return STRATA_FALLBACK;
-        }
+        if (team.defer_setup(bytes)) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_LAZY);
         Status st = team.ensure_setup(true);
+        set_log_quiet(keep.quiet);
+        if (st == STRATA_FALLBACK)
+            return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
         if (st != STRATA_OK) return st;
     } else if (!team.ready()) {
         // Setup agrees among all ranks, which a nonblocking call must not wait for: the
         // communicator's first blocking collective (of those strata serves) sets it up.
-        log(2, "%s: %s call on a communicator strata has not set up (its next blocking call does): handed back",
-            strata_coll_name(coll), mode_note(start.mode) + 2);
         team.want_setup();
-        return STRATA_FALLBACK;
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NOT_SET_UP);
     }
     CoreTeam &core = static_cast<CoreTeam &>(team);
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
-    if (table.count == 0) return STRATA_FALLBACK;
+    if (table.count == 0) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
     // The algorithm: a setting, else the rules file, else the built-in host rules, else
     // the table's rule. A rule may hand the call back: decided first, so that handing
     // back costs little.
     int alg = team.config().algorithm[coll];
     const Rule *rule = nullptr;
     if (alg == STRATA_ALG_BASE) {  // a setting, the same on every rank
-        log(2, "%s: %zu bytes: handed back (coll_strata_%s_algorithm=base)", strata_coll_name(coll),
-            call_bytes(coll, team, args), strata_coll_name(coll));
-        return STRATA_FALLBACK;
+        const std::string which = std::string(" (coll_strata_") + strata_coll_name(coll) + "_algorithm=base)";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_SETTING, which.c_str());
     }
     if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule);
     if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
-        log(2, "%s: %zu bytes: handed back by the %s (line %d: %s)", strata_coll_name(coll),
-            call_bytes(coll, team, args), rule_source(rule), rule->line, kHandBack);
-        return STRATA_FALLBACK;
+        char line[32] = "";
+        if (!builtin_host_rules().owns(rule)) snprintf(line, sizeof line, " (line %d)", rule->line);
+        return hand_back(team, coll, start.mode, bytes,
+                         builtin_host_rules().owns(rule) ? STRATA_HANDBACK_HOST_RULES : STRATA_HANDBACK_RULES_FILE, line);
     }
     int rule_line = rule != nullptr && !builtin_host_rules().owns(rule) ? rule->line : 0;  // of the file
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
     const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
                          coll == STRATA_COLL_REDUCE;
     if (reduces && team.device() && !device_reduce_supported(args.dtype, args.op)) {
-        log(2, "%s: no GPU kernel for %s/%s: handed back", strata_coll_name(coll),
-            strata_dtype_name(args.dtype), strata_op_name(args.op));
-        return STRATA_FALLBACK;
+        const std::string which = std::string(" (") + strata_dtype_name(args.dtype) + "/" + strata_op_name(args.op) + ")";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_KERNEL, which.c_str());
     }
     uint64_t size_sig = 0;
     uint32_t meta_sig = 0;
@@ -314,6 +340,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
     if (blocking && team.config().check_args) {
         const Status st = team.agree_call(coll, size_sig, meta_sig, args.local, args.why ? args.why : "");
+        if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
         if (st != STRATA_OK) return st;
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
@@ -323,7 +350,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     if (!blocking && table.algorithms[alg].exchanges_at_build) {
         int other = 0;
         while (other < table.count && table.algorithms[other].exchanges_at_build) ++other;
-        if (other == table.count) return STRATA_FALLBACK;
+        if (other == table.count) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
         alg = other;
         rule_line = 0;
     }
@@ -351,6 +378,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.bytes = log_bytes(coll, team, args);
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
+    info.quiet = keep.quiet;
     info.why = args.why ? args.why : status_name(args.local);
 
     if (blocking) {
@@ -369,6 +397,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST)) {
             log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
                 strata_coll_name(coll), team.first_failure().c_str());
+            team.count_handback(STRATA_HANDBACK_FAILED);
             return STRATA_FALLBACK;
         }
         return finish_call(team, call, st);
@@ -529,10 +558,16 @@ static void need(CollArgs *a, const void *buf, bool has_bytes, const char *why) 
 static const char kNullSend[] = "the send buffer is NULL (MPI_IN_PLACE is not NULL)";
 static const char kNullRecv[] = "the receive buffer is NULL";
 
+// A type and op with no host reduction (the glue asks first: only other callers reach it).
+static strata_status_t no_reduction(strata_team_t *team, strata_coll_t coll, strata_dtype_t dtype, strata_op_t op) {
+    const std::string which = std::string(" (") + strata_dtype_name(dtype) + "/" + strata_op_name(op) + ")";
+    return hand_back(*static_cast<Team *>(team), coll, CallInfo::Blocking, 0, STRATA_HANDBACK_UNSUPPORTED, which.c_str());
+}
+
 static strata_status_t allreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
                                  strata_dtype_t dtype, strata_op_t op, const Start &how) {
     if (!team) return STRATA_ERR_ARG;
-    if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
+    if (!strata_op_supported(dtype, op)) return no_reduction(team, STRATA_COLL_ALLREDUCE, dtype, op);
     if (count == 0) return STRATA_OK;
     CollArgs a;
     a.sendbuf = sendbuf == STRATA_IN_PLACE ? recvbuf : sendbuf;
@@ -647,7 +682,7 @@ static strata_status_t reduce_scatter(strata_team_t *team, const void *sendbuf, 
                                       strata_dtype_t dtype, strata_op_t op, const Start &how) {
     STRATA_CHECK(check_team(team));
     if (!counts) return STRATA_ERR_ARG;
-    if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
+    if (!strata_op_supported(dtype, op)) return no_reduction(team, STRATA_COLL_REDUCE_SCATTER, dtype, op);
     Team &t = *static_cast<Team *>(team);
     CollArgs a;
     for (int r = 0; r < t.size(); ++r) a.count += counts[r];
@@ -668,7 +703,7 @@ static strata_status_t reduce(strata_team_t *team, const void *sendbuf, void *re
     STRATA_CHECK(check_team(team));
     Team &t = *static_cast<Team *>(team);
     if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
-    if (!strata_op_supported(dtype, op)) return STRATA_FALLBACK;
+    if (!strata_op_supported(dtype, op)) return no_reduction(team, STRATA_COLL_REDUCE, dtype, op);
     if (count == 0) return STRATA_OK;
     CollArgs a;
     a.in_place = sendbuf == STRATA_IN_PLACE;
@@ -846,6 +881,51 @@ uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int al
     if (!team || coll < 0 || coll >= STRATA_COLL_COUNT || alg < 0 || alg >= kMaxAlgorithms)
         return 0;
     return static_cast<const Team *>(team)->calls(coll, alg);
+}
+
+void strata_team_count_handback(strata_team_t *team, strata_handback_t why) {
+    if (why < 0 || why >= STRATA_HANDBACK_COUNT) return;
+    if (team)
+        static_cast<Team *>(team)->count_handback(why);
+    else
+        count(stats().handed_back[why]);
+}
+
+void strata_team_report(const strata_team_t *team, const char *name) {
+    if (!team) return;
+    const Team &t = *static_cast<const Team *>(team);
+    std::string served, back;
+    uint64_t nserved = 0, nback = 0;
+    char b[96];
+    for (int c = 0; c < STRATA_COLL_COUNT; ++c) {
+        const AlgorithmTable &table = algorithm_table(strata_coll_t(c));
+        uint64_t n = 0;
+        std::string algs;
+        for (int a = 0; a < table.count && a < kMaxAlgorithms; ++a) {
+            const uint64_t k = t.calls(strata_coll_t(c), a);
+            if (k == 0) continue;
+            snprintf(b, sizeof b, "%s%s %llu", algs.empty() ? "" : ", ", table.algorithms[a].name, (unsigned long long)k);
+            algs += b;
+            n += k;
+        }
+        if (n == 0) continue;
+        snprintf(b, sizeof b, "%s%s %llu: ", served.empty() ? "" : "; ", strata_coll_name(strata_coll_t(c)),
+                 (unsigned long long)n);
+        served += b + algs;
+        nserved += n;
+    }
+    for (int w = 0; w < STRATA_HANDBACK_COUNT; ++w) {
+        const uint64_t k = t.handed_back(strata_handback_t(w));
+        if (k == 0) continue;
+        snprintf(b, sizeof b, "%s%llu: ", back.empty() ? "" : "; ", (unsigned long long)k);
+        back += b + std::string(strata_handback_words(strata_handback_t(w)));
+        nback += k;
+    }
+    if (nserved + nback == 0) return;
+    log(1, "%s: %llu call(s): %llu served%s%s%s, %llu handed back%s%s%s", name ? name : "a communicator",
+        (unsigned long long)(nserved + nback), (unsigned long long)nserved, served.empty() ? "" : " (",
+        served.c_str(), served.empty() ? "" : ")", (unsigned long long)nback, back.empty() ? "" : " (",
+        back.c_str(), back.empty() ? "" : ")");
 }
 
 }  // extern "C"

@@ -38,6 +38,7 @@ struct CallInfo {
     size_t bytes = 0;               // this rank's count x type, for the log
     size_t call_bytes = 0;          // the call's size as every rank sees it
     bool copied = false;            // this rank's buffers are copied (copies.h)
+    bool quiet = false;             // Open MPI's own call: no per-call line (log_quiet)
     Status local = STRATA_OK;       // this rank fails the call when it starts
     std::string why;
 };

@@ -11,10 +11,14 @@ namespace strata {
 
 static strata_log_fn g_logger = nullptr;
 static int g_max_level = INT_MAX;
+static thread_local bool t_quiet = false;
+
+bool log_quiet() { return t_quiet; }
+void set_log_quiet(bool quiet) { t_quiet = quiet; }
 
 void log(int level, const char *fmt, ...) {
-    if (level > 0 && level > g_max_level) return;
-    char msg[512];
+    if (level > 0 && (level > g_max_level || (level >= 2 && t_quiet))) return;
+    char msg[1024];  // the verbose-1 summary of a communicator is the longest
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -59,5 +63,7 @@ const char *status_name(Status s) {
 
 extern "C" void strata_set_logger(strata_log_fn fn) { strata::g_logger = fn; }
 extern "C" void strata_set_log_level(int max_level) { strata::g_max_level = max_level; }
+extern "C" void strata_log_quiet(int quiet) { strata::t_quiet = quiet != 0; }
+extern "C" int strata_log_is_quiet(void) { return strata::t_quiet ? 1 : 0; }
 
 extern "C" const char *strata_status_name(strata_status_t status) { return strata::status_name(status); }

@@ -21,6 +21,11 @@ Status fail(Status status, const char *where, int err = 0);
 
 const char *status_name(Status s);
 
+// Whether this thread's current call is Open MPI's own (strata_log_quiet): log()
+// drops its level-2 lines. A queued call logs its end under its own value.
+bool log_quiet();
+void set_log_quiet(bool quiet);
+
 inline size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
 // Even split of n items into parts: part i gets [offset, offset + length).

@@ -5,6 +5,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include "stats.h"
+
 namespace strata {
 
 namespace {
@@ -248,6 +250,7 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
                 break;
             case Kind::Send:
                 STRATA_CHECK(ch.isend(s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req));
+                count(STRATA_STAT_BYTES_SENT, s.n);
                 break;
             case Kind::Recv:
                 STRATA_CHECK(ch.irecv(s.dst, s.n, s.peer, num_.tag_base | s.tag, &s.req));

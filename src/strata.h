@@ -178,6 +178,12 @@ void strata_set_logger(strata_log_fn fn);
 /* Messages above max_level are not even formatted (the logger would drop them): a
  * call's log line costs nothing when nobody reads it. Default: every level. */
 void strata_set_log_level(int max_level);
+/* The calls this thread makes from now on are (1) or are not (0) Open MPI's own (made
+ * while it creates a communicator, say): their per-call lines (level 2) are not logged.
+ * A queued call keeps the value it was made with; a call keeps its own through the calls
+ * Open MPI makes inside it (strata's setup makes a communicator). */
+void strata_log_quiet(int quiet);
+int strata_log_is_quiet(void);
 
 /* Fills cfg with the built-in defaults. */
 void strata_config_defaults(strata_config_t *cfg);
@@ -321,6 +327,61 @@ uint64_t strata_team_calls(const strata_team_t *team, strata_coll_t coll, int al
 /* The name of the algorithm the team's last call that strata served ran (as
  * strata_algorithm_name gives it); NULL when no call was served yet. */
 const char *strata_team_last_algorithm(const strata_team_t *team);
+
+/* ---------------------------------------------------------------- counters
+ * Process-wide counters of what strata did, over every communicator (the glue's
+ * MPI_T performance variables read them). They only grow; each costs one relaxed
+ * atomic add where it happens. */
+
+/* Why a call went to the component strata replaced. */
+typedef enum {
+    STRATA_HANDBACK_UNSUPPORTED,   /* arguments strata does not take (type, op, intercommunicator, ...) */
+    STRATA_HANDBACK_OFF,           /* strata is off on the communicator (no GPU and host buffers off, strata=off,
+                                      failed setup) */
+    STRATA_HANDBACK_LAZY,          /* a small call before setup (coll_strata_lazy_calls) */
+    STRATA_HANDBACK_NOT_SET_UP,    /* a nonblocking or persistent call before the first blocking one set up */
+    STRATA_HANDBACK_SETTING,       /* coll_strata_<coll>_algorithm=base */
+    STRATA_HANDBACK_RULES_FILE,    /* a rules file line says base */
+    STRATA_HANDBACK_HOST_RULES,    /* the built-in host rules (coll_strata_host_handback) */
+    STRATA_HANDBACK_NO_KERNEL,     /* no GPU kernel for the type and op */
+    STRATA_HANDBACK_NO_ALGORITHM,  /* no algorithm of strata's fits (a nonblocking call) */
+    STRATA_HANDBACK_FAILED,        /* an earlier call on the communicator failed */
+    STRATA_HANDBACK_COUNT
+} strata_handback_t;
+
+/* Bytes, by the path they took, and events. Bytes are counted per served call as MPI
+ * counts the call (a reduction's vector, all an allgather gathers, what this rank
+ * receives in an alltoall), except BYTES_SENT: what this rank's schedules handed to the
+ * point-to-point layer. */
+typedef enum {
+    STRATA_STAT_BYTES_IN_PLACE,    /* calls in which node peers' buffers were read in place (CUDA IPC) */
+    STRATA_STAT_BYTES_SLOTS,       /* calls whose node part went through the shared-memory or GPU stage slots */
+    STRATA_STAT_BYTES_STAGED,      /* calls whose buffers on this rank were staged (device <-> host copies) */
+    STRATA_STAT_BYTES_SENT,        /* bytes sent point-to-point by this rank's schedules */
+    STRATA_STAT_IPC_HITS,          /* a node peer's buffer found mapped in the IPC cache */
+    STRATA_STAT_IPC_MISSES,        /* one mapped anew */
+    STRATA_STAT_IPC_EVICTIONS,     /* a mapping closed to make room */
+    STRATA_STAT_DEADLINES,         /* calls or setup exchanges failed by coll_strata_timeout on this rank */
+    STRATA_STAT_COUNT
+} strata_stat_t;
+
+uint64_t strata_stat(strata_stat_t which);
+/* Calls strata served of coll with algorithm alg (an index of its table; < 0: any). */
+uint64_t strata_stat_served(strata_coll_t coll, int alg);
+uint64_t strata_stat_handed_back(strata_handback_t why);
+/* Names for the performance variables ("lazy_calls", "bytes_slots") and the reason in
+ * plain words (log lines, the verbose-1 summary); NULL out of range. */
+const char *strata_handback_name(strata_handback_t why);
+const char *strata_handback_words(strata_handback_t why);
+const char *strata_stat_name(strata_stat_t which);
+const char *strata_stat_description(strata_stat_t which);
+/* A call the glue hands back before it reaches the core (unsupported arguments): counted
+ * on the team (NULL: only the process) and the process. */
+void strata_team_count_handback(strata_team_t *team, strata_handback_t why);
+/* coll_strata_verbose >= 1: one line of what the team did (calls, served by collective
+ * and algorithm, handed back by reason), logged at level 1 under the name given. Nothing
+ * when the team saw no call. */
+void strata_team_report(const strata_team_t *team, const char *name);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,11 @@ typedef enum strata_mem_kind {
  * Thread-safe. */
 int strata_buffer_kind(const void *ptr);
 
+/* 1 when this process can have no GPU at all (no CUDA driver, or one without the
+ * symbols strata needs), with why in why (len bytes); 0 when a GPU may be there, or
+ * come (the driver is not initialised for this question). Loads the driver once. */
+int strata_device_absent(char *why, size_t len);
+
 /* Copies bytes between host and device memory (either side may be either kind) on
  * the CUDA stream of the GPU that owns the device side, and waits for the copy.
  * 0 on success; -1 after logging why. For staging device buffers through host

@@ -20,13 +20,13 @@
 #include "common.h"
 #include "engine.h"
 #include "mem/domain.h"
+#include "stats.h"
 #include "topo/layout.h"
 
 struct strata_team {};  // the C handle; the real object derives from it
 
 namespace strata {
 
-constexpr int kMaxAlgorithms = 8;
 class Call;
 
 class Team : public strata_team, public RunWatch {
@@ -218,8 +218,16 @@ public:
     // remembered as the last one.
     void count_call(strata_coll_t coll, int alg, const char *name) {
         ++calls_[coll][alg];
+        count(stats().served[coll][alg]);
         last_algorithm_ = name;
     }
+    // A call handed back to the previous component, and why: counted here (the
+    // verbose-1 summary) and for the process (the performance variables).
+    void count_handback(strata_handback_t why) {
+        ++handed_back_[why];
+        count(stats().handed_back[why]);
+    }
+    uint64_t handed_back(strata_handback_t why) const { return handed_back_[why]; }
     const char *last_algorithm() const { return last_algorithm_; }
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
@@ -300,6 +308,7 @@ private:
     void complete(Call &call, Status st);
     void forget_queue();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
+    uint64_t handed_back_[STRATA_HANDBACK_COUNT] = {};
     const char *last_algorithm_ = nullptr;
 public:
     // STRATA_SCHEDULE_DUMP=DIR: the first schedule of each (collective, algorithm,

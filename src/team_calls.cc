@@ -465,6 +465,7 @@ Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double 
         return peer_failure(failed, who, how, stalled >= 1 ? describe_wait(s, waiting, stalled, "") : std::string());
     if (cfg_.timeout <= 0 || stalled < cfg_.timeout) return STRATA_OK;
     // The deadline: name the step waited in and the rank it waits for.
+    count(STRATA_STAT_DEADLINES);
     return fail_call(STRATA_ERR_TIMEOUT, describe_wait(s, waiting, stalled, " (coll_strata_timeout)"));
 }
 

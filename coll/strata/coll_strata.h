@@ -23,6 +23,7 @@ typedef struct mca_coll_strata_component_t {
     /* MCA variables (registered in coll_strata_component.c) */
     int priority;
     int verbose;
+    bool verbose_internal;  /* also log the calls Open MPI makes itself (MCA_COLL_STRATA_ENTER) */
     bool enable;
     bool host_buffers;
     int node_size;
@@ -206,10 +207,20 @@ void mca_coll_strata_say_staging(const char *coll);
 int mca_coll_strata_pack_block(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                                void *rblock, int rcount, struct ompi_datatype_t *rdtype);
 
-/* Logs "coll:strata: <rank> <coll> <bytes> B fallback (why)" at verbose >= 2 and
- * each distinct reason once at verbose >= 1. */
-void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
+/* A call handed back to the previous module: counted (the core counted its own), and
+ * "coll:strata: <rank>: <coll> <bytes> B cid <cid>: fallback (why)" at verbose >= 2;
+ * nothing for mca_coll_strata_why_core_declined, whose reason the core logged. */
+void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
                                   size_t bytes, const char *why);
+
+/* The first statement of every entry point: whether the call is Open MPI's own (made
+ * from inside the library, not through an MPI binding: a communicator's creation, say),
+ * whose per-call lines verbose 2 leaves out unless coll_strata_verbose_internal; also
+ * takes a coll_strata_verbose written through MPI_T since the last call. */
+int mca_coll_strata_enter(const void *caller);
+#define MCA_COLL_STRATA_ENTER \
+    int mca_coll_strata_entered_ __attribute__((unused)) = mca_coll_strata_enter(__builtin_return_address(0))
+
 
 /* strata status -> MPI error code; an error is said in one line naming the
  * communicator, the collective and what went wrong (the core's last error). */

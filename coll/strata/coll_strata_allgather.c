@@ -158,6 +158,7 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
                               void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), served, in_place, rc;
     int *counts = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_INT, 2 * (size_t) n * sizeof(int));
@@ -181,7 +182,7 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     if (served) {
         return rc;
     }
-    mca_coll_strata_log_fallback(comm, "allgather", size * (size_t) rcount * (size_t) n,
+    mca_coll_strata_log_fallback(m, "allgather", size * (size_t) rcount * (size_t) n,
                                  mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_allgather(m, in_place ? MPI_IN_PLACE : sbuf, scount, sdtype, rbuf, rcount,
                                           rdtype);
@@ -192,6 +193,7 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
                                struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                                mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, served, in_place, rc;
     size_t size = 0, total = 0;
@@ -205,7 +207,7 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
     for (i = 0; i < ompi_comm_size(comm); ++i) {
         total += (size_t) rcounts[i] * size;
     }
-    mca_coll_strata_log_fallback(comm, "allgatherv", total, mca_coll_strata_why_core_declined);
+    mca_coll_strata_log_fallback(m, "allgatherv", total, mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_allgatherv(m, in_place ? MPI_IN_PLACE : sbuf, scount, sdtype, rbuf, rcounts,
                                            disps, rdtype);
 }

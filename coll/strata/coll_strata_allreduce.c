@@ -18,6 +18,7 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
                               mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     strata_dtype_t sdt;
     strata_op_t sop;
@@ -60,7 +61,7 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
         }
         why = mca_coll_strata_why_core_declined;
         if (packed) {   /* the previous component gets the packed copy as the basic type */
-            mca_coll_strata_log_fallback(comm, "allreduce", bytes, why);
+            mca_coll_strata_log_fallback(m, "allreduce", bytes, why);
             rc = mca_coll_strata_prev_allreduce(m, p.send, p.recv, (int) ((size_t) count * per), basic, op);
             if (MPI_SUCCESS == rc) {
                 rc = mca_coll_strata_unpack(p.recv, rbuf, count, dtype);
@@ -70,6 +71,6 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct om
             return rc;
         }
     }
-    mca_coll_strata_log_fallback(comm, "allreduce", bytes, why);
+    mca_coll_strata_log_fallback(m, "allreduce", bytes, why);
     return mca_coll_strata_prev_allreduce(m, sbuf, rbuf, count, dtype, op);
 }

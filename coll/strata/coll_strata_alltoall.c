@@ -156,6 +156,7 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), served, rc;
     int *v = mca_coll_strata_counts(m, MCA_COLL_STRATA_COUNTS_INT, 4 * (size_t) n * sizeof(int));
@@ -180,7 +181,7 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     if (served) {
         return rc;
     }
-    mca_coll_strata_log_fallback(comm, "alltoall", size * (size_t) rcount * (size_t) n,
+    mca_coll_strata_log_fallback(m, "alltoall", size * (size_t) rcount * (size_t) n,
                                  mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_alltoall(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
 }
@@ -190,6 +191,7 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
                               const int *rdisps, struct ompi_datatype_t *rdtype,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, served, rc;
     size_t size = 0, total = 0;
@@ -202,6 +204,6 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
     for (i = 0; i < ompi_comm_size(comm); ++i) {
         total += (size_t) rcounts[i] * size;
     }
-    mca_coll_strata_log_fallback(comm, "alltoallv", total, mca_coll_strata_why_core_declined);
+    mca_coll_strata_log_fallback(m, "alltoallv", total, mca_coll_strata_why_core_declined);
     return mca_coll_strata_prev_alltoallv(m, sbuf, scounts, sdisps, sdtype, rbuf, rcounts, rdisps, rdtype);
 }

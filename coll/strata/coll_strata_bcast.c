@@ -17,6 +17,7 @@
 int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     size_t bytes = 0;
     char *packed = NULL;
@@ -46,7 +47,7 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
     st = strata_bcast(m->team, NULL != packed ? packed : buf, bytes, root);
     if (STRATA_FALLBACK == st) {
         free(packed);
-        mca_coll_strata_log_fallback(comm, "bcast", bytes, mca_coll_strata_why_core_declined);
+        mca_coll_strata_log_fallback(m, "bcast", bytes, mca_coll_strata_why_core_declined);
         return mca_coll_strata_prev_bcast(m, buf, count, dtype, root);
     }
     rc = mca_coll_strata_status_to_mpi(st, m, "bcast");

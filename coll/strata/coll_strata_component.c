@@ -14,6 +14,7 @@
 #include <string.h>
 #include <stdlib.h>
 
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/util/output.h"
@@ -234,6 +235,78 @@ static void check_ranges(void)
     }
 }
 
+/* ---------------------------------------------------------------- MPI_T performance variables
+ * The core's process-wide counters (strata.h), read when a tool reads them: nothing is
+ * copied while calls run. Counters only grow (continuous: always counting, a handle
+ * reads what happened since it was allocated). The ctx of a variable says which
+ * counter: a strata_stat_t, a strata_handback_t, or coll * 64 + algorithm + 1 (0 as
+ * the algorithm: every algorithm). */
+#define PVAR_FLAGS (MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS)
+
+static int read_stat(const mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void) obj;
+    *(unsigned long long *) value = strata_stat((strata_stat_t) (intptr_t) pvar->ctx);
+    return OPAL_SUCCESS;
+}
+
+static int read_handed_back(const mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void) obj;
+    *(unsigned long long *) value = strata_stat_handed_back((strata_handback_t) (intptr_t) pvar->ctx);
+    return OPAL_SUCCESS;
+}
+
+static int read_served(const mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    const intptr_t which = (intptr_t) pvar->ctx;
+    (void) obj;
+    *(unsigned long long *) value = strata_stat_served((strata_coll_t) (which / 64), (int) (which % 64) - 1);
+    return OPAL_SUCCESS;
+}
+
+static void register_pvar(const mca_base_component_t *c, const char *name, const char *desc, int var_class,
+                          mca_base_get_value_fn_t read, intptr_t ctx)
+{
+    (void) mca_base_component_pvar_register(c, name, desc, OPAL_INFO_LVL_4, var_class,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            PVAR_FLAGS, read, NULL, NULL, (void *) ctx);
+}
+
+/* coll_strata_<coll>_served, coll_strata_<coll>_<algorithm>_served,
+ * coll_strata_handed_back_<reason>, coll_strata_<stat> (README: performance variables). */
+static void register_pvars(const mca_base_component_t *c)
+{
+    char name[96], desc[256];
+    int coll, a, i;
+
+    for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
+        const char *cn = strata_coll_name((strata_coll_t) coll);
+        snprintf(name, sizeof name, "%s_served", cn);
+        snprintf(desc, sizeof desc, "Calls of %s (and its v, block, nonblocking and persistent forms) that strata "
+                 "served, every algorithm", cn);
+        register_pvar(c, name, desc, MCA_BASE_PVAR_CLASS_COUNTER, read_served, coll * 64);
+        for (a = 0; a < strata_algorithm_count((strata_coll_t) coll) && a < 63; ++a) {
+            const char *an = strata_algorithm_name((strata_coll_t) coll, a);
+            snprintf(name, sizeof name, "%s_%s_served", cn, an);
+            snprintf(desc, sizeof desc, "Calls of %s that strata served with its algorithm %s", cn, an);
+            register_pvar(c, name, desc, MCA_BASE_PVAR_CLASS_COUNTER, read_served, coll * 64 + a + 1);
+        }
+    }
+    for (i = 0; i < STRATA_HANDBACK_COUNT; ++i) {
+        snprintf(name, sizeof name, "handed_back_%s", strata_handback_name((strata_handback_t) i));
+        snprintf(desc, sizeof desc, "Calls strata handed back to the component it replaced because of: %s",
+                 strata_handback_words((strata_handback_t) i));
+        register_pvar(c, name, desc, MCA_BASE_PVAR_CLASS_COUNTER, read_handed_back, i);
+    }
+    for (i = 0; i < STRATA_STAT_COUNT; ++i) {
+        register_pvar(c, strata_stat_name((strata_stat_t) i), strata_stat_description((strata_stat_t) i),
+                      0 == strncmp(strata_stat_name((strata_stat_t) i), "bytes_", 6) ? MCA_BASE_PVAR_CLASS_AGGREGATE
+                                                                                     : MCA_BASE_PVAR_CLASS_COUNTER,
+                      read_stat, i);
+    }
+}
+
 /* Every setting the core has starts from the core's own default (strata_config_defaults),
  * so that a default is written once; registering a variable makes the value found in its
  * storage the variable's default. */
@@ -284,11 +357,22 @@ static int mca_coll_strata_register(void)
         "with the info key strata=off given to MPI_Comm_dup_with_info",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->priority);
+    /* Settable through MPI_T (a tool may turn it up for a phase of the job): it changes
+     * only what this process prints, and each call reads it anew (mca_coll_strata_enter). */
     (void) mca_base_component_var_register(c, "verbose",
-        "Verbosity: 0 quiet, 1 setup and each distinct fallback reason once, "
-        "2 one line per call (collective, bytes, algorithm or fallback reason)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
+        "Verbosity: 0 quiet; 1 setup, and at each communicator's free one summary (on its "
+        "rank 0) of its calls: served by collective and algorithm, handed back by reason; "
+        "2 also one line per call (collective, bytes, algorithm, or why it was handed back). "
+        "Settable through MPI_T while the job runs",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_LOCAL,
         &cs->verbose);
+    cs->verbose_internal = false;
+    (void) mca_base_component_var_register(c, "verbose_internal",
+        "At verbose 2, also log the calls Open MPI makes itself on its communicators (while "
+        "it creates a communicator, say), told apart from the application's by their caller "
+        "not being an MPI function. Settable through MPI_T while the job runs",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &cs->verbose_internal);
     snprintf(desc, sizeof desc,
         "Run strata on communicators where no rank has a GPU (a current CUDA context). "
         "When false%s, such communicators hand every call to the component "
@@ -442,6 +526,7 @@ static int mca_coll_strata_register(void)
         register_algorithm_var(c, (strata_coll_t) coll);
     }
     check_ranges();
+    register_pvars(c);
     return OMPI_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
  */
 #include "coll_strata.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -243,45 +244,68 @@ const char *mca_coll_strata_check_bytes(struct ompi_datatype_t *dt, mca_coll_str
     return NULL;
 }
 
-/* Reasons are static strings: remember the ones already said (pointer compare),
- * under a lock since threads of an MPI_THREAD_MULTIPLE job fall back concurrently. */
-#define STRATA_MAX_REASONS 64
-static const char *said_reasons[STRATA_MAX_REASONS];
-static int said_count = 0;
-static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int first_time(const char *why)
-{
-    int i, first = 1;
-    pthread_mutex_lock(&said_lock);
-    for (i = 0; i < said_count && first; ++i) {
-        first = said_reasons[i] != why;
-    }
-    if (first && said_count < STRATA_MAX_REASONS) {
-        said_reasons[said_count++] = why;
-    }
-    pthread_mutex_unlock(&said_lock);
-    return first;
-}
-
-void mca_coll_strata_log_fallback(struct ompi_communicator_t *comm, const char *coll,
+void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
                                   size_t bytes, const char *why)
 {
-    int verbose = mca_coll_strata_component.verbose;
-    if (verbose < 1) {
+    if (mca_coll_strata_why_core_declined == why) {
         return;
     }
-    if (verbose >= 2) {
+    strata_team_count_handback(m->team, STRATA_HANDBACK_UNSUPPORTED);
+    if (mca_coll_strata_component.verbose >= 2 && !strata_log_is_quiet()) {
         opal_output(mca_coll_strata_component.output,
                     "coll:strata: %d: %s %zu B cid %d: fallback (%s)",
                     ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, bytes,
-                    MCA_COLL_STRATA_CID(comm), why);
-    } else if (first_time(why)) {
-        opal_output(mca_coll_strata_component.output,
-                    "coll:strata: %d: %s falls back to the previous module: %s "
-                    "(said once per reason; coll_strata_verbose=2 logs every call)",
-                    ompi_comm_rank((ompi_communicator_t *) &ompi_mpi_comm_world), coll, why);
+                    MCA_COLL_STRATA_CID(m->comm), why);
     }
+}
+
+/* The application's calls come through an MPI binding (MPI_Allreduce, PMPI_Allreduce,
+ * MPIX_Allreduce_init: the exported symbol dladdr finds at the caller's address), Open MPI's own from inside
+ * libmpi (its hidden functions, where dladdr finds the library but no symbol; or an
+ * exported one such as ompi_comm_split). A caller outside libmpi is the application's
+ * (a static libmpi too: logged). A handful of call sites make every call: their
+ * answers are kept per thread. */
+static int called_through_binding(const void *caller)
+{
+    enum { SEEN = 8 };
+    static __thread const void *seen[SEEN];
+    static __thread int answer[SEEN];
+    static __thread unsigned next;
+    Dl_info info, mpi;
+    int i, app = 1;
+
+    for (i = 0; i < SEEN; ++i) {
+        if (seen[i] == caller) {
+            return answer[i];
+        }
+    }
+    /* libmpi is where a function of its own lives (not its data: an executable may hold
+     * a copy of MPI_COMM_WORLD's object, and addresses of MPI_ functions a PLT entry) */
+    if (0 != dladdr(caller, &info) && 0 != dladdr((const void *) (uintptr_t) &ompi_comm_split, &mpi) &&
+        info.dli_fbase == mpi.dli_fbase) {
+        const char *n = NULL != info.dli_sname ? info.dli_sname : "";
+        n += 'P' == n[0];   /* PMPI_, PMPIX_ */
+        app = 0 == strncmp(n, "MPI_", 4) || 0 == strncmp(n, "MPIX_", 5);
+    }
+    seen[next % SEEN] = caller;
+    answer[next % SEEN] = app;
+    ++next;
+    return app;
+}
+
+int mca_coll_strata_enter(const void *caller)
+{
+    static int level = -1;   /* the core's log level as last set; a stale read only sets it again */
+    const mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    int quiet;
+
+    if (level != cs->verbose) {
+        level = cs->verbose;
+        strata_set_log_level(level);
+    }
+    quiet = cs->verbose >= 2 && !cs->verbose_internal && !called_through_binding(caller);
+    strata_log_quiet(quiet);
+    return quiet;
 }
 
 int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll)

@@ -7,11 +7,14 @@
  */
 #include "coll_strata.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
+#include "strata_device.h"
 
 static void mca_coll_strata_module_construct(mca_coll_strata_module_t *m)
 {
@@ -38,8 +41,23 @@ void *mca_coll_strata_counts(mca_coll_strata_module_t *m, int which, size_t byte
 
 /* Releases whatever enable captured and the team; safe to call again (5.0 calls
  * disable once per collective slot the module holds, then the destructor runs). */
+/* coll_strata_verbose >= 1: what the communicator's calls did, said once by its rank 0
+ * when it is freed (strata_team_report; nothing for one that saw no call). */
+static void report(const mca_coll_strata_module_t *m)
+{
+    char name[MPI_MAX_OBJECT_NAME + 64];
+    if (mca_coll_strata_component.verbose < 1 || NULL == m->team || NULL == m->comm ||
+        0 != ompi_comm_rank(m->comm)) {
+        return;
+    }
+    snprintf(name, sizeof name, "%s (cid %d, %d ranks) at its free", m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
+             ompi_comm_size(m->comm));
+    strata_team_report(m->team, name);
+}
+
 static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
 {
+    report(m);
     strata_team_destroy(m->team);
     m->team = NULL;
     mca_coll_strata_wire_release(m);
@@ -112,6 +130,31 @@ static int mca_coll_strata_module_disable(mca_coll_base_module_t *module,
 OBJ_CLASS_INSTANCE(mca_coll_strata_module_t, mca_coll_base_module_t,
                    mca_coll_strata_module_construct, mca_coll_strata_module_destruct);
 
+/* coll_strata_verbose >= 1 on a node where strata can serve nothing (no CUDA driver,
+ * host buffers off): said first, once per node (its first local rank), instead of the
+ * core's "device buffers: off" line, which the question would otherwise print. A node
+ * with a driver is not asked: a GPU context may still come, and initialising the driver
+ * only to say so would change what the job does. */
+static void say_if_idle(void)
+{
+    const mca_coll_strata_component_t *cs = &mca_coll_strata_component;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    char why[256];
+    int absent;
+
+    if (cs->verbose < 1 || cs->host_buffers || !cs->enable) {
+        return;
+    }
+    strata_set_log_level(0);
+    absent = strata_device_absent(why, sizeof why);
+    strata_set_log_level(cs->verbose);
+    if (absent && (NULL == local || 0 == strcmp(local, "0"))) {
+        opal_output(cs->output, "coll:strata: %s: idle on this node: %s, and coll_strata_host_buffers is off, so every "
+                    "collective goes to the component strata replaces (coll_strata_host_buffers=1 runs strata in host "
+                    "memory)", ompi_process_info.nodename, why);
+    }
+}
+
 /* A component built for the other Open MPI series declines here, with one line,
  * before any series-specific struct is used. */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads)
@@ -123,6 +166,7 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
         opal_output(0, "coll:strata: declining: %s", why);
         return OMPI_ERR_NOT_SUPPORTED;
     }
+    say_if_idle();
     return OMPI_SUCCESS;
 }
 
@@ -337,7 +381,7 @@ void mca_coll_strata_log_variant(mca_coll_strata_module_t *m, strata_coll_t coll
     char msg[160];
     const char *alg = strata_team_last_algorithm(m->team);
 
-    if (mca_coll_strata_component.verbose < 2) {
+    if (mca_coll_strata_component.verbose < 2 || strata_log_is_quiet()) {
         return;
     }
     snprintf(msg, sizeof msg, "%s: %zu bytes, served by the %s core, algorithm %s%s", name, bytes,

@@ -528,7 +528,7 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
         }
         why = mca_coll_strata_why_core_declined;
     }
-    mca_coll_strata_log_fallback(m->comm, name, bytes, why);
+    mca_coll_strata_log_fallback(m, name, bytes, why);
     mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
     if (!stage(&p, name, sbuf, lo, len, is_root ? rbuf : NULL, lo, is_root ? len : 0, &rc)) {
         return all ? PREV_DIRECT(m, persistent, allreduce, sbuf, rbuf, count, dtype, op)
@@ -545,6 +545,7 @@ int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct o
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
                                mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 0, NULL, request);
 }
@@ -553,6 +554,7 @@ int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, stru
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, -1, 1, info, request);
 }
@@ -561,6 +563,7 @@ int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi
                             struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, root, 0, NULL, request);
 }
@@ -569,6 +572,7 @@ int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count, struct 
                                 struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_nb(M(module), sbuf, rbuf, count, dtype, op, root, 1, info, request);
 }
@@ -635,7 +639,7 @@ static int reduce_scatter_nb(mca_coll_strata_module_t *m, const char *name, cons
         why = mca_coll_strata_why_core_declined;
     }
     free(counts);
-    mca_coll_strata_log_fallback(m->comm, name, total * size, why);
+    mca_coll_strata_log_fallback(m, name, total * size, why);
     mca_coll_strata_span(dtype, total, &slo, &slen);
     mca_coll_strata_span(dtype, MPI_IN_PLACE == sbuf ? total : (size_t) mine, &rlo, &rlen);
     if (!stage(&p, name, sbuf, slo, slen, rbuf, rlo, rlen, &rc)) {
@@ -653,6 +657,7 @@ int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
                                     struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_scatter_nb(M(module), "ireduce_scatter", sbuf, rbuf, rcounts, 0, dtype, op, 0, NULL, request);
 }
@@ -662,6 +667,7 @@ int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int 
                                         struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_scatter_nb(M(module), "reduce_scatter_init", sbuf, rbuf, rcounts, 0, dtype, op, 1, info, request);
 }
@@ -670,6 +676,7 @@ int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcou
                                           struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                           ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_scatter_nb(M(module), "ireduce_scatter_block", sbuf, rbuf, NULL, rcount, dtype, op, 0, NULL,
                              request);
@@ -680,6 +687,7 @@ int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int 
                                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return reduce_scatter_nb(M(module), "reduce_scatter_block_init", sbuf, rbuf, NULL, rcount, dtype, op, 1, info,
                              request);
@@ -720,7 +728,7 @@ static int bcast_nb(mca_coll_strata_module_t *m, void *buf, int count, struct om
         }
         why = mca_coll_strata_why_core_declined;
     }
-    mca_coll_strata_log_fallback(m->comm, name, bytes, why);
+    mca_coll_strata_log_fallback(m, name, bytes, why);
     mca_coll_strata_span(dtype, (size_t) count, &lo, &len);
     if (!stage(&p, name, MPI_IN_PLACE, 0, 0, buf, lo, len, &rc)) {
         return PREV_DIRECT(m, persistent, bcast, buf, count, dtype, root);
@@ -735,6 +743,7 @@ int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, 
                            struct ompi_communicator_t *comm, ompi_request_t **request,
                            mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return bcast_nb(M(module), buf, count, dtype, root, 0, NULL, request);
 }
@@ -743,6 +752,7 @@ int mca_coll_strata_bcast_init(void *buf, int count, struct ompi_datatype_t *dty
                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return bcast_nb(M(module), buf, count, dtype, root, 1, info, request);
 }
@@ -839,7 +849,7 @@ static int allgather_nb(mca_coll_strata_module_t *m, const char *name, const voi
         why = mca_coll_strata_why_core_declined;
     }
     free(bytes);
-    mca_coll_strata_log_fallback(m->comm, name, total, why);
+    mca_coll_strata_log_fallback(m, name, total, why);
     mca_coll_strata_span(sdtype, (size_t) scount, &slo, &slen);
     if (rcounts) {
         mca_coll_strata_span_blocks(rdtype, n, rcounts, disps, &rlo, &rlen);
@@ -863,6 +873,7 @@ int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatyp
                                int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return allgather_nb(M(module), "iallgather", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL, rdtype, 0, NULL,
                         request);
@@ -873,6 +884,7 @@ int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    struct ompi_info_t *info, ompi_request_t **request,
                                    mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return allgather_nb(M(module), "allgather_init", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL, rdtype, 1, info,
                         request);
@@ -883,6 +895,7 @@ int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_communicator_t *comm, ompi_request_t **request,
                                 mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return allgather_nb(M(module), "iallgatherv", sbuf, scount, sdtype, rbuf, rcounts, 0, disps, rdtype, 0, NULL,
                         request);
@@ -893,6 +906,7 @@ int mca_coll_strata_allgatherv_init(const void *sbuf, int scount, struct ompi_da
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return allgather_nb(M(module), "allgatherv_init", sbuf, scount, sdtype, rbuf, rcounts, 0, disps, rdtype, 1, info,
                         request);
@@ -1004,7 +1018,7 @@ static int alltoall_nb(mca_coll_strata_module_t *m, const char *name, const void
         why = mca_coll_strata_why_core_declined;
     }
     free(v);
-    mca_coll_strata_log_fallback(m->comm, name, total, why);
+    mca_coll_strata_log_fallback(m, name, total, why);
     if (uniform) {
         if (!in_place) {
             mca_coll_strata_span(sdtype, (size_t) scount * (size_t) n, &slo, &slen);
@@ -1036,6 +1050,7 @@ int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype
                               int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return alltoall_nb(M(module), "ialltoall", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL, rcount, NULL, rdtype, 0,
                        NULL, request);
@@ -1045,6 +1060,7 @@ int mca_coll_strata_alltoall_init(const void *sbuf, int scount, struct ompi_data
                                   int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                                   struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return alltoall_nb(M(module), "alltoall_init", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL, rcount, NULL, rdtype,
                        1, info, request);
@@ -1055,6 +1071,7 @@ int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *
                                struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return alltoall_nb(M(module), "ialltoallv", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0, rdisps, rdtype, 0,
                        NULL, request);
@@ -1066,6 +1083,7 @@ int mca_coll_strata_alltoallv_init(const void *sbuf, const int *scounts, const i
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     (void) comm;
     return alltoall_nb(M(module), "alltoallv_init", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0, rdisps,
                        rdtype, 1, info, request);

@@ -14,6 +14,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int is_root = ompi_comm_rank(comm) == root;
     void *r = is_root ? rbuf : NULL;
@@ -57,7 +58,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
         }
         why = mca_coll_strata_why_core_declined;
         if (packed) {   /* the previous component gets the packed copy as the basic type */
-            mca_coll_strata_log_fallback(comm, "reduce", bytes, why);
+            mca_coll_strata_log_fallback(m, "reduce", bytes, why);
             rc = mca_coll_strata_prev_reduce(m, p.send, p.recv, (int) ((size_t) count * per), basic, op, root);
             if (MPI_SUCCESS == rc && is_root) {
                 rc = mca_coll_strata_unpack(p.recv, rbuf, count, dtype);
@@ -67,6 +68,6 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
             return rc;
         }
     }
-    mca_coll_strata_log_fallback(comm, "reduce", bytes, why);
+    mca_coll_strata_log_fallback(m, "reduce", bytes, why);
     return mca_coll_strata_prev_reduce(m, sbuf, rbuf, count, dtype, op, root);
 }

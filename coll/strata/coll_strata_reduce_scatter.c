@@ -68,7 +68,7 @@ static const char *try_strata(mca_coll_strata_module_t *m, const char *name, con
         why = mca_coll_strata_why_core_declined;
         if (packed) {   /* the previous component gets the packed copy as the basic type */
             int *counts = malloc(n * sizeof(int));
-            mca_coll_strata_log_fallback(m->comm, name, total * size, why);
+            mca_coll_strata_log_fallback(m, name, total * size, why);
             *rc = MPI_ERR_NO_MEM;
             if (NULL != counts) {
                 for (i = 0; i < n; ++i) {
@@ -92,6 +92,7 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                    struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), rc = MPI_SUCCESS;
     size_t total = 0, size = 0;
@@ -106,7 +107,7 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
         return rc;
     }
     ompi_datatype_type_size(dtype, &size);
-    mca_coll_strata_log_fallback(comm, "reduce_scatter", total * size, why);
+    mca_coll_strata_log_fallback(m, "reduce_scatter", total * size, why);
     return mca_coll_strata_prev_reduce_scatter(m, sbuf, rbuf, rcounts, dtype, op);
 }
 
@@ -115,6 +116,7 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
                                          struct ompi_communicator_t *comm,
                                          mca_coll_base_module_t *module)
 {
+    MCA_COLL_STRATA_ENTER;
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) module;
     int i, n = ompi_comm_size(comm), rc = MPI_SUCCESS;
     size_t size = 0;
@@ -128,6 +130,6 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
         return rc;
     }
     ompi_datatype_type_size(dtype, &size);
-    mca_coll_strata_log_fallback(comm, "reduce_scatter_block", (size_t) rcount * (size_t) n * size, why);
+    mca_coll_strata_log_fallback(m, "reduce_scatter_block", (size_t) rcount * (size_t) n * size, why);
     return mca_coll_strata_prev_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op);
 }

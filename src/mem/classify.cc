@@ -154,4 +154,13 @@ static_assert(static_cast<int>(MemKind::Host) == STRATA_MEM_HOST &&
 
 }  // namespace strata
 
+extern "C" int strata_device_absent(char *why, size_t len) {
+    strata::DriverState &s = strata::driver_state();
+    s.ready(false);
+    if (s.state.load() != strata::DriverState::Failed) return 0;
+    std::lock_guard<std::mutex> g(s.mu);
+    snprintf(why, len, "%s", s.why.c_str());
+    return 1;
+}
+
 extern "C" int strata_buffer_kind(const void *ptr) { return static_cast<int>(strata::classify(ptr)); }

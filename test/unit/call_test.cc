@@ -96,6 +96,7 @@ TEST(Call, DifferentCountOnANodeIsTruncateAndTheNextCallIsExact) {
 // The rank waited for is late: its node peer times out and names it, and the late
 // rank, arriving, hears of the failure instead of waiting.
 TEST(Call, DeadlineNamesTheRankWaitedFor) {
+    const uint64_t expired = strata_stat(STRATA_STAT_DEADLINES);
     const Ranks r = on_teams(
         {0, 0},
         [](int rank, strata_team_t *team) {
@@ -108,6 +109,8 @@ TEST(Call, DeadlineNamesTheRankWaitedFor) {
     EXPECT_EQ(r.st[0], STRATA_ERR_TIMEOUT);
     EXPECT_NE(r.err[0].find("for rank 1"), std::string::npos) << r.err[0];
     EXPECT_EQ(r.st[1], STRATA_ERR_PEER) << r.err[1];
+    // the performance variable coll_strata_deadline_expiries: rank 0's, not rank 1's
+    EXPECT_EQ(strata_stat(STRATA_STAT_DEADLINES) - expired, 1u);
 }
 
 // Across nodes: whoever waits longest times out (naming the rank it waits for, which
@@ -115,6 +118,7 @@ TEST(Call, DeadlineNamesTheRankWaitedFor) {
 // driver loadable (and no context) the late rank's call also asks again about GPUs,
 // an agreement under the same deadline: the wait is then named there.
 TEST(Call, DeadlineEndsTheCallOnEveryNode) {
+    const uint64_t expired = strata_stat(STRATA_STAT_DEADLINES);
     const Ranks r = on_teams(
         kTwoNodes,
         [](int rank, strata_team_t *team) {
@@ -135,6 +139,7 @@ TEST(Call, DeadlineEndsTheCallOnEveryNode) {
         }
     }
     EXPECT_GE(timed_out, 1);
+    EXPECT_EQ(strata_stat(STRATA_STAT_DEADLINES) - expired, uint64_t(timed_out));  // one per rank that timed out
 }
 
 TEST(Call, CheckArgsAgreesBeforeAnythingMovesAndKeepsTheTeam) {
