@@ -55,8 +55,7 @@
 //    list read at each call: ipc_get (cuIpcGetMemHandle: CUDA_ERROR_NOT_SUPPORTED, as
 //    where IPC is refused), ipc_open (cuIpcOpenMemHandle: CUDA_ERROR_MAP_FAILED, as
 //    across container namespaces), alloc:BYTES (cuMemAlloc of at least BYTES:
-//    CUDA_ERROR_OUT_OF_MEMORY, a nearly full GPU), stream (cuStreamCreate:
-//    CUDA_ERROR_OUT_OF_MEMORY).
+//    CUDA_ERROR_OUT_OF_MEMORY, a nearly full GPU).
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
@@ -262,9 +261,9 @@ size_t page_round(size_t n) {
 // Whether FAKECUDA_FAIL lists `what` (read at each call); *arg gets the number after
 // "what:" where there is one.
 bool fail(const char *what, unsigned long long *arg = nullptr) {
-    const char *s = std::getenv("FAKECUDA_FAIL");
     const size_t n = std::strlen(what);
-    for (; s != nullptr && *s != '\0'; s = std::strchr(s, ',') ? std::strchr(s, ',') + 1 : nullptr) {
+    for (const char *s = std::getenv("FAKECUDA_FAIL"); s != nullptr; s = std::strchr(s, ',')) {
+        if (*s == ',') ++s;
         if (std::strncmp(s, what, n) != 0 || (s[n] != '\0' && s[n] != ',' && s[n] != ':')) continue;
         if (arg != nullptr) *arg = s[n] == ':' ? std::strtoull(s + n + 1, nullptr, 10) : 0;
         return true;
@@ -1006,7 +1005,6 @@ FAKECUDA_API CUresult cuMemsetD32Async(Dp dst, unsigned v, size_t n, St s) { ret
 
 FAKECUDA_API CUresult cuStreamCreate(CUstream *ps, unsigned flags) {
     if (CUresult rc = ready(true, ps != nullptr && !(flags & ~STREAM_NON_BLOCKING))) return rc;
-    if (fail("stream")) return E_MEMORY;
     auto s = std::make_shared<CUstream_st>();
     s->flags = flags;
     s->worker = std::thread(run_worker, s.get());
