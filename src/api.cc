@@ -418,6 +418,12 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->verbose = 0;
     cfg->node_size = 0;
     cfg->segment_size = size_t(4) << 20;  // README "Measured": the two-host cluster, the model
+    // Every segment of a GPU schedule costs a kernel launch and a host round trip,
+    // about 30 us on an H200, so one node wants few of them: 64 MiB measured 3.8x
+    // (2 ranks) and 4x (8 ranks) the busbw of 4 MiB at 64-256 MiB allreduce, and no
+    // size slower (perf/results/h200-2026-12-04-segments.txt). Across nodes a deep
+    // pipeline matters more; there segment_size stays.
+    cfg->device_segment_size = size_t(64) << 20;
     cfg->small_msg_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
@@ -490,6 +496,10 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
     if (!transport || !cfg || size < 1 || rank < 0 || rank >= size) return STRATA_ERR_ARG;
     if (cfg->segment_size < 64 || cfg->segment_size > (size_t(1) << 30)) {
         log(0, "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
+        return STRATA_ERR_ARG;
+    }
+    if (cfg->device_segment_size != 0 && (cfg->device_segment_size < 64 || cfg->device_segment_size > (size_t(1) << 30))) {
+        log(0, "device segment size %zu is out of range (0, or 64 bytes to 1 GiB)", cfg->device_segment_size);
         return STRATA_ERR_ARG;
     }
     CoreTeam *t = new (std::nothrow) CoreTeam(rank, size, node_key, *transport, *cfg);

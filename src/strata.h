@@ -149,6 +149,8 @@ typedef struct strata_config {
     int verbose;                    /* 0 quiet, 1 fallbacks/setup, 2 every call */
     int node_size;                  /* >0: split each node into virtual nodes of this many ranks */
     size_t segment_size;            /* pipeline segment, bytes */
+    size_t device_segment_size;     /* the segment of a one-node team whose schedules run in GPU
+                                       memory; 0: segment_size there too */
     size_t small_msg_size;          /* auto rules: at or below this, latency algorithms */
     int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO, STRATA_ALG_BASE or an index into the table */
     const char *shm_dir;            /* where segments are created; NULL = /dev/shm */

@@ -173,7 +173,7 @@ Status Team::ensure_setup(bool blocking_call) {
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
            "schedules in %s memory%s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
-        cfg_.segment_size, device() ? "GPU" : "host",
+        segment_bytes(), device() ? "GPU" : "host",
         !device() ? "" : direct_ ? ", device memory to point-to-point directly"
                                  : ", point-to-point staged through host");
     return STRATA_OK;
@@ -270,14 +270,14 @@ Status Team::setup_device(std::string *why) {
         *why = std::string(dom->name()) + ": the reduction kernels did not load";
         dom = nullptr;
     }
-    const size_t region = size_t(kStages) * 2 * segment_bytes();
+    const size_t region = size_t(kStages) * 2 * segment_bytes(true);  // dom_ is set below
     STRATA_CHECK(node_.open_device(layout_, wire_, control_tag(kSetupTagSub - 1), dom, region, waiter(), why));
     dom_ = dom;
     return STRATA_OK;
 }
 
 Status Team::setup_shm(std::string *why) {
-    const size_t region = size_t(kStages) * 2 * segment_bytes();
+    const size_t region = size_t(kStages) * 2 * segment_bytes(false);
     return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, region, waiter(), why);
 }
 

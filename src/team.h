@@ -70,7 +70,13 @@ public:
     // Pipeline segments. Each local rank's region holds kStages stages of two
     // slots of segment_bytes() each; segment g uses stage g % kStages.
     static constexpr int kStages = 2;
-    size_t segment_bytes() const { return cfg_.segment_size; }
+    // Whether the schedules run in GPU memory and the node count are agreed, so every
+    // rank cuts the same segments.
+    size_t segment_bytes() const { return segment_bytes(device()); }
+    size_t segment_bytes(bool in_gpu) const {
+        return in_gpu && layout_.nnodes() == 1 && cfg_.device_segment_size != 0 ? cfg_.device_segment_size
+                                                                                : cfg_.segment_size;
+    }
     // Whole elements of es bytes per segment (at least one).
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;

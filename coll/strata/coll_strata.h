@@ -27,6 +27,7 @@ typedef struct mca_coll_strata_component_t {
     bool host_buffers;
     int node_size;
     size_t segment_size;
+    size_t device_segment_size;
     size_t small_msg_size;
     int algorithm[STRATA_COLL_COUNT];
     char *shm_dir;

@@ -200,6 +200,9 @@ static void check_ranges(void)
     check_int("node_size", &cs->node_size, 0, 1 << 20, d.node_size);
     check_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT, d.segment_size);
     check_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT, d.small_msg_size);
+    if (cs->device_segment_size != 0) {   /* 0: segment_size on GPU teams too */
+        check_size("device_segment_size", &cs->device_segment_size, 64, STRATA_MAX_SEGMENT, d.device_segment_size);
+    }
     check_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16, d.ipc_cache_size);
     check_size("ipc_cache_bytes", &cs->ipc_cache_bytes, 0, (size_t) 1 << 50, d.ipc_cache_bytes);
     check_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20, d.lazy_calls);
@@ -241,6 +244,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->host_buffers = 0 != d->host_buffers;
     cs->node_size = d->node_size;
     cs->segment_size = d->segment_size;
+    cs->device_segment_size = d->device_segment_size;
     cs->small_msg_size = d->small_msg_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         cs->algorithm[coll] = d->algorithm[coll];
@@ -307,6 +311,13 @@ static int mca_coll_strata_register(void)
         "reduction, intra-node and network traffic overlap",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->segment_size);
+    (void) mca_base_component_var_register(c, "device_segment_size",
+        "Pipeline segment in bytes of a communicator on one node whose collectives run in "
+        "GPU memory (each segment costs a kernel launch and a host round trip, so fewer "
+        "are faster there; its stage slots take 4 segments of GPU memory per rank); "
+        "0: segment_size. Communicators across nodes use segment_size",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->device_segment_size);
     (void) mca_base_component_var_register(c, "small_msg_size",
         "Messages of at most this many bytes count as small: the auto rules pick "
         "latency-bound algorithms for them, and on the gpu device path node peers' "
@@ -484,6 +495,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     strata_set_log_level(cs->verbose);   /* again per communicator: MPI_T may have changed it */
     cfg->node_size = cs->node_size > 0 ? cs->node_size : 0;
     cfg->segment_size = cs->segment_size;
+    cfg->device_segment_size = cs->device_segment_size;
     cfg->small_msg_size = cs->small_msg_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         cfg->algorithm[coll] = cs->algorithm[coll];

@@ -175,6 +175,7 @@ std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const st
         cfg.lazy_calls = 0;     // whatever the defaults users get
         cfg.node_size = lay.node_size;
         cfg.segment_size = lay.segment;
+        cfg.device_segment_size = 0;  // the layout's segment on GPU teams of one node too
         cfg.small_msg_size = 2048;
         std::vector<strata_team_t *> teams = make_teams(job, rank, lay.keys[size_t(rank)], cfg, coll);
         std::string &err = errors[size_t(rank)];

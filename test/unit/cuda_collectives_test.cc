@@ -563,6 +563,7 @@ Outcome run_job(const Layout &lay, int cache, const std::string &what) {
             cfg.verbose = 2;
             cfg.node_size = lay.node_size;
             cfg.segment_size = kSegment;
+            cfg.device_segment_size = 0;  // kSegment on one node too: many segments, stages reused
             cfg.small_msg_size = kSmall;
             cfg.ipc_cache_size = cache;
             std::copy(algs.begin(), algs.end(), cfg.algorithm);
