@@ -271,9 +271,9 @@ Status NodeChannel::open_device(const Layout &l, P2PChannel &wire, int tag, MemD
     if (!mine.ok) return STRATA_ERR_DEVICE;
     for (int i = 0; i < local_size; ++i) {
         if (i == me) continue;
-        if (!theirs[size_t(i)].ok) {
+        if (!theirs[size_t(i)].ok) {  // its own failure, which it says
             *why = "local rank " + std::to_string(i) + " could not set up its GPU";
-            return STRATA_ERR_DEVICE;
+            return STRATA_ERR_PEER;
         }
         const Status st = dregions_.open_peer(i, theirs[size_t(i)].handle);
         if (st != STRATA_OK) {

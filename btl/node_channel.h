@@ -53,6 +53,7 @@ public:
 
     // Stage slots in GPU memory: this rank's region in dom's memory (dom nullptr: this
     // rank has none and says so), exported to and mapped from every local peer.
+    // STRATA_ERR_PEER: this rank's part went well, a local peer's did not.
     Status open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,
                        const Waiter &w, std::string *why);
     // Teardown of the GPU regions: unmaps the peers' regions and the cached buffers,

@@ -130,8 +130,10 @@ StepId BufferCopies::copy_out(Schedule &s, const Deps &deps) {
 
 // Host team: GPU memory is staged through host memory, with the GPU's domain.
 // Device team: memory the team's kernels cannot read (pageable or registered host
-// memory, or another GPU's memory) is staged through GPU memory; this GPU's memory
-// and managed memory are used in place.
+// memory, another GPU's memory, or this GPU's memory of a context the application made
+// itself) is staged through GPU memory; this GPU's memory and managed memory are used
+// in place. Each rank decides for its own buffers: the copies are its own steps, and
+// the algorithm is the same either way.
 Status BufferCopies::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool *host) {
     *dom = nullptr;
     *host = gpu == nullptr;
@@ -139,7 +141,8 @@ Status BufferCopies::plan(const void *ptr, MemDomain *gpu, MemDomain **dom, bool
     if (ptr == nullptr) return STRATA_OK;
     int device = -1;
     const MemKind k = classify(ptr, &device);
-    if (k == MemKind::Host || k == MemKind::PinnedHost || (k == MemKind::Device && device != gpu->device()))
+    if (k == MemKind::Host || k == MemKind::PinnedHost ||
+        (k == MemKind::Device && (device != gpu->device() || device_foreign_context(ptr, device))))
         *dom = gpu;
     return STRATA_OK;
 }

@@ -220,16 +220,21 @@ Status Team::open_private() {
 // The GPU path, when every rank has a GPU and it is not switched off: every rank
 // takes part in the exchange and the agreement, whatever happened locally, and a
 // failure anywhere leaves the whole team on the host path (said once, by the
-// lowest failing rank).
+// lowest rank whose own part failed, else by the lowest that failed at all).
 Status Team::agree_device(bool gpu_everywhere) {
     if (!gpu_everywhere || cfg_.device_path != STRATA_DEVICE_PATH_GPU) return STRATA_OK;
     std::string why;
-    const Status local = setup_device(&why);
+    Status local;
+    {
+        DeviceErrors errors;  // the driver's words go into the one line below
+        local = setup_device(&why);
+        if (!errors.text().empty()) why += ": " + errors.text();
+    }
     if (local == STRATA_ERR_TIMEOUT) {  // waiting for a node peer's GPU region: no agreement can follow
         release_device();
         return setup_failed(local, why);
     }
-    int first_failed = local == STRATA_OK ? INT_MAX : rank_;
+    int first_failed = local == STRATA_OK ? INT_MAX : local == STRATA_ERR_PEER ? size_ + rank_ : rank_;
     std::string agree_why;
     if (const Status st = agree_.min(&first_failed, 1, waiter(), "GPU path", &agree_why); st != STRATA_OK) {
         release_device();
@@ -238,7 +243,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     if (first_failed != INT_MAX) {
         release_device();
         recheck_gpus_ = false;  // it would fail again
-        if (first_failed == rank_)
+        if (first_failed == rank_ || first_failed == size_ + rank_)
             log(0, "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
                    "and stages device buffers",
                 rank_, why.c_str());

@@ -23,6 +23,10 @@ static_assert((long)ERROR_NOT_INITIALIZED == (long)CUDA_ERROR_NOT_INITIALIZED, "
 static_assert((long)ERROR_ALREADY_MAPPED == (long)CUDA_ERROR_ALREADY_MAPPED, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_READY == (long)CUDA_ERROR_NOT_READY, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_FOUND == (long)CUDA_ERROR_NOT_FOUND, "cuda.h mismatch");
+static_assert((long)ATTR_COMPUTE_MODE == (long)CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, "cuda.h mismatch");
+static_assert((long)COMPUTEMODE_PROHIBITED == (long)CU_COMPUTEMODE_PROHIBITED, "cuda.h mismatch");
+static_assert((long)COMPUTEMODE_EXCLUSIVE_PROCESS == (long)CU_COMPUTEMODE_EXCLUSIVE_PROCESS, "cuda.h mismatch");
+static_assert((long)POINTER_ATTR_CONTEXT == (long)CU_POINTER_ATTRIBUTE_CONTEXT, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_MEMORY_TYPE == (long)CU_POINTER_ATTRIBUTE_MEMORY_TYPE, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_IS_MANAGED == (long)CU_POINTER_ATTRIBUTE_IS_MANAGED, "cuda.h mismatch");
 static_assert((long)POINTER_ATTR_DEVICE_ORDINAL == (long)CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "cuda.h mismatch");

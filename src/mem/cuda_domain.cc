@@ -99,7 +99,7 @@ public:
     bool init(std::string *why) {
         cu::CUresult rc;
         if ((rc = d_.DeviceGet(&dev_, device_)) != cu::SUCCESS) return bad(why, "cuDeviceGet", rc);
-        if ((rc = d_.DevicePrimaryCtxRetain(&ctx_, dev_)) != cu::SUCCESS)
+        if ((rc = d_.DevicePrimaryCtxRetain(&ctx_, dev_)) != cu::SUCCESS && !adopt_current(rc))
             return bad(why, "cuDevicePrimaryCtxRetain", rc);
         Scope scope(*this);
         if (scope.status() != STRATA_OK) {
@@ -107,6 +107,25 @@ public:
             return false;
         }
         if ((rc = d_.StreamCreate(&stream_, 0)) != cu::SUCCESS) return bad(why, "cuStreamCreate", rc);
+        return true;
+    }
+
+    // Whether p is device memory of a context other than the domain's: one the
+    // application made itself (cuCtxCreate). A kernel of the domain's context cannot
+    // read it (it is not mapped there), so a call copies it into strata's memory and
+    // back (copies work across contexts: unified addressing). Said once per process.
+    bool foreign(const void *p) const {
+        cu::CUcontext owner = nullptr;
+        int attr = cu::POINTER_ATTR_CONTEXT;
+        void *data = &owner;
+        if (d_.PointerGetAttributes(1, &attr, &data, reinterpret_cast<cu::CUdeviceptr>(p)) != cu::SUCCESS ||
+            owner == nullptr || owner == ctx_)
+            return false;
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            log(0, "buffer %p belongs to a CUDA context of the application's own (cuCtxCreate), not GPU %d's "
+                   "primary context that strata works in: calls copy such buffers through strata's memory",
+                p, device_);
         return true;
     }
 
@@ -226,7 +245,7 @@ public:
         if (bytes == 0) bytes = 256;
         const cu::CUresult rc = d_.MemAlloc(&dp, bytes);
         if (rc != cu::SUCCESS) {
-            log(0, "%s", d_.error("cuMemAlloc", rc).c_str());
+            device_error("cuMemAlloc", rc);
             return STRATA_ERR_NOMEM;
         }
         *p = reinterpret_cast<void *>(dp);
@@ -443,13 +462,36 @@ private:
         return STRATA_OK;
     }
 
+    // In exclusive-process compute mode a process holds one context per GPU: where the
+    // application made its own (cuCtxCreate), the primary one cannot be had (rc). The
+    // domain then copies in the application's context, current on this thread, and
+    // runs no kernels, so the GPU path is off (said here, once per GPU): staging device
+    // buffers through host memory needs copies only, and no context of strata's.
+    bool adopt_current(cu::CUresult rc) {
+        int mode = 0;
+        cu::CUcontext cur = nullptr;
+        cu::CUdevice dev = -1;
+        if (d_.DeviceGetAttribute(&mode, cu::ATTR_COMPUTE_MODE, dev_) != cu::SUCCESS ||
+            mode != cu::COMPUTEMODE_EXCLUSIVE_PROCESS || d_.CtxGetCurrent(&cur) != cu::SUCCESS || cur == nullptr ||
+            d_.CtxGetDevice(&dev) != cu::SUCCESS || dev != dev_)
+            return false;
+        ctx_ = cur;
+        refuse_kernels();
+        log(0, "GPU path off: GPU %d is in exclusive-process compute mode and this process's context on it is "
+               "the application's own, not the primary one (%s); strata copies in that context and device "
+               "buffers are staged through host memory",
+            device_, d_.error("cuDevicePrimaryCtxRetain", rc).c_str());
+        return true;
+    }
+
     bool bad(std::string *why, const char *call, cu::CUresult rc) const {
         *why = d_.error(call, rc);
         return false;
     }
 
     Status device_error(const char *call, cu::CUresult rc) const {
-        log(0, "%s: %s", name_, d_.error(call, rc).c_str());
+        const std::string e = std::string(name_) + ": " + d_.error(call, rc);
+        log(DeviceErrors::keep(e) ? 3 : 0, "%s", e.c_str());
         return STRATA_ERR_DEVICE;
     }
 
@@ -574,6 +616,12 @@ MemDomain *cuda_domain(int device, std::string *why) {
 
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op) { return kern::kernel_index(dtype, op) >= 0; }
 
+// Every domain cuda_domain() makes is a CudaDomain.
+bool cuda_foreign_context(const void *ptr, int device) {
+    MemDomain *dom = cuda_domain(device, nullptr);
+    return dom != nullptr && static_cast<CudaDomain *>(dom)->foreign(ptr);
+}
+
 int cuda_driver_needed() { return topo::build_driver_needed(); }
 
 std::string cuda_kernels_ptx_isa() { return topo::build_ptx_isa(); }
@@ -615,6 +663,8 @@ MemDomain *cuda_domain(int, std::string *why) {
 }
 
 bool cuda_reduce_supported(strata_dtype_t, strata_op_t) { return false; }
+
+bool cuda_foreign_context(const void *, int) { return false; }
 
 int cuda_driver_needed() { return 0; }
 

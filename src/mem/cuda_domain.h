@@ -35,6 +35,11 @@ MemDomain *cuda_domain(int device, std::string *why);
 // STRATA_ERR_UNSUPPORTED and strata falls back to the host path.
 bool cuda_reduce_supported(strata_dtype_t dtype, strata_op_t op);
 
+// true when ptr, device memory of GPU `device`, belongs to a context other than the
+// one that GPU's domain works in (the application's own, cuCtxCreate, beside the
+// primary one): the domain's kernels cannot read it, and a call stages it. Said once.
+bool cuda_foreign_context(const void *ptr, int device);
+
 // The oldest CUDA driver (cuDriverGetVersion's number, 12000 = 12.0) that runs this
 // build's kernels on every GPU they target: the first release whose JIT reads the ISA
 // of the fatbin's PTX (cuda_kernels_ptx_isa(); the build lowers it to 8.0, CUDA 12.0's,

@@ -27,6 +27,8 @@ Status device_domain_of(const void *ptr, MemDomain **dom) {
     return STRATA_OK;
 }
 
+bool device_foreign_context(const void *ptr, int device) { return cuda_foreign_context(ptr, device); }
+
 bool device_reduce_supported(strata_dtype_t dtype, strata_op_t op) { return cuda_reduce_supported(dtype, op); }
 
 }  // namespace strata

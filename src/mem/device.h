@@ -30,6 +30,9 @@ MemDomain *device_domain(int device, std::string *why);
 // device memory (host, pinned host, managed). STRATA_ERR_DEVICE (said once in the
 // log) when ptr is device memory but its domain cannot be had.
 Status device_domain_of(const void *ptr, MemDomain **dom);
+// Whether ptr, memory of device `device`, belongs to a device context other than the
+// one that device's domain works in: its kernels cannot read it, so it is staged.
+bool device_foreign_context(const void *ptr, int device);
 // Whether device domains have a kernel for (dtype, op) (long double types have none).
 bool device_reduce_supported(strata_dtype_t dtype, strata_op_t op);
 

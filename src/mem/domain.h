@@ -11,12 +11,41 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "common.h"
 
 namespace strata {
 
 enum class MemKind { Host, Device, Managed, PinnedHost };
+
+// While one lives on a thread, the driver errors of domain calls made on that thread
+// are kept (text(): the first one) and logged at level 3 instead of 0, for a caller
+// that says the failure in a line of its own: team setup ends in one line, "GPU setup
+// failed on rank R (what: the driver's error)", not in that line and the driver's.
+class DeviceErrors {
+public:
+    DeviceErrors() : prev_(current()) { current() = this; }
+    ~DeviceErrors() { current() = prev_; }
+    DeviceErrors(const DeviceErrors &) = delete;
+    DeviceErrors &operator=(const DeviceErrors &) = delete;
+    const std::string &text() const { return text_; }
+    // A domain's failed driver call (its message): true when one of these keeps it.
+    static bool keep(const std::string &error) {
+        DeviceErrors *e = current();
+        if (e == nullptr) return false;
+        if (e->text_.empty()) e->text_ = error;
+        return true;
+    }
+
+private:
+    static DeviceErrors *&current() {
+        static thread_local DeviceErrors *c = nullptr;
+        return c;
+    }
+    DeviceErrors *prev_;
+    std::string text_;
+};
 
 struct Ticket {
     void *pending = nullptr;  // domain-specific handle (an event); nullptr = complete

@@ -23,6 +23,7 @@ static struct {
     CUresult (*DeviceGet)(CUdevice *, int);
     CUresult (*DeviceGetName)(char *, int, CUdevice);
     CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*CtxCreate)(CUcontext *, unsigned, CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
     CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
@@ -96,6 +97,7 @@ int devbuf_init(int local_rank, char *why, size_t why_size)
     LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
     LOAD(MemcpyDtoD, "cuMemcpyDtoD_v2");
     LOAD(MemGetInfo, "cuMemGetInfo_v2");
+    *(void **) &cu.CtxCreate = dlsym(cu.lib, "cuCtxCreate_v2");
     *(void **) &cu.MemAllocAsync = dlsym(cu.lib, "cuMemAllocAsync");
     *(void **) &cu.MemFreeAsync = dlsym(cu.lib, "cuMemFreeAsync");
     *(void **) &cu.StreamSynchronize = dlsym(cu.lib, "cuStreamSynchronize");
@@ -111,8 +113,22 @@ int devbuf_init(int local_rank, char *why, size_t why_size)
         return -1;
     }
     cu.device = (local_rank < 0 ? 0 : local_rank) % n;
-    if (0 != (rc = cu.DeviceGet(&dev, cu.device)) || 0 != (rc = cu.PrimaryCtxRetain(&ctx, dev)) ||
-        0 != (rc = cu.CtxSetCurrent(ctx))) {
+    if (0 != (rc = cu.DeviceGet(&dev, cu.device))) {
+        snprintf(why, why_size, "no GPU %d (CUDA error %d)", cu.device, rc);
+        return -1;
+    }
+    /* DEVBUF_CONTEXT=own: a context of the program's own (cuCtxCreate), as some
+     * driver-API codes make, instead of the GPU's primary one that the runtime uses. */
+    if (getenv("DEVBUF_CONTEXT") && 0 == strcmp(getenv("DEVBUF_CONTEXT"), "own")) {
+        if (NULL == cu.CtxCreate) {
+            snprintf(why, why_size, "libcuda.so.1 lacks cuCtxCreate_v2 (DEVBUF_CONTEXT=own)");
+            return -1;
+        }
+        rc = cu.CtxCreate(&ctx, 0, dev);
+    } else if (0 == (rc = cu.PrimaryCtxRetain(&ctx, dev))) {
+        rc = cu.CtxSetCurrent(ctx);
+    }
+    if (0 != rc) {
         snprintf(why, why_size, "cannot make GPU %d current (CUDA error %d)", cu.device, rc);
         return -1;
     }

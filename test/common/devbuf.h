@@ -5,7 +5,8 @@
  * test programs build and run without the CUDA toolkit and say why when there is no
  * GPU. On CI machines test/fakecuda/libcuda.so.1 stands in for the driver (device
  * memory there is not host-accessible either, so a host read of it crashes as on a
- * real GPU). Not thread-safe; one context (the device's primary one) per process.
+ * real GPU). Not thread-safe; one context per process: the device's primary one, or
+ * with DEVBUF_CONTEXT=own one of the program's own (cuCtxCreate).
  */
 #ifndef STRATA_TEST_DEVBUF_H
 #define STRATA_TEST_DEVBUF_H

@@ -42,6 +42,20 @@
 //  - Stream-ordered (cuMemAllocAsync) and virtual-memory (cuMemCreate + cuMemMap)
 //    allocations are device memory that legacy CUDA IPC cannot share
 //    (IS_LEGACY_CUDA_IPC_CAPABLE 0, cuIpcGetMemHandle fails).
+//  - Contexts: each GPU's primary context, and contexts of the application's own
+//    (cuCtxCreate). Device memory belongs to the context it was allocated in
+//    (CU_POINTER_ATTRIBUTE_CONTEXT); a kernel that touches another context's device
+//    memory faults, sticky (CUDA_ERROR_ILLEGAL_ADDRESS), as on a GPU; copies take any
+//    memory (unified addressing). FAKECUDA_COMPUTE_MODE (default 0) is what
+//    CU_DEVICE_ATTRIBUTE_COMPUTE_MODE reads: at 3 (exclusive-process) a process may hold
+//    one context per GPU, so the primary one cannot be retained beside one of its own
+//    (and the reverse), CUDA_ERROR_DEVICE_UNAVAILABLE; at 2 (prohibited) no context can be
+//    had at all. (Exclusivity between processes is not modelled: tests run as under MPS.)
+//  - Failures to order, for tests of the paths that meet them: FAKECUDA_FAIL, a comma
+//    list read at each call: ipc_get (cuIpcGetMemHandle: CUDA_ERROR_NOT_SUPPORTED, as
+//    where IPC is refused), ipc_open (cuIpcOpenMemHandle: CUDA_ERROR_MAP_FAILED, as
+//    across container namespaces), alloc:BYTES (cuMemAlloc of at least BYTES:
+//    CUDA_ERROR_OUT_OF_MEMORY, a nearly full GPU).
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
@@ -109,7 +123,7 @@ enum : int {
     E_INVALID_IMAGE = 200, E_CONTEXT = 201, E_MAP_FAILED = 205, E_ALREADY_MAPPED = 208,
     E_NO_BINARY = 209, E_PTX_VERSION = 222, E_HANDLE = 400, E_NOT_FOUND = 500, E_NOT_READY = 600,
     E_ILLEGAL_ADDRESS = 700, E_REGISTERED = 712, E_NOT_REGISTERED = 713, E_MISALIGNED = 716,
-    E_NOT_SUPPORTED = 801, E_UNKNOWN = 999,
+    E_NOT_SUPPORTED = 801, E_UNKNOWN = 999, E_DEVICE_UNAVAILABLE = 46,
 };
 enum : unsigned { MEM_HOST = 1, MEM_DEVICE = 2 };
 enum : unsigned { EVENT_DISABLE_TIMING = 0x2, EVENT_INTERPROCESS = 0x4, STREAM_NON_BLOCKING = 0x1 };
@@ -139,6 +153,7 @@ struct Range {
     std::pair<long, unsigned long long> key;  // Ipc: (exporter pid, exporter buffer id)
     uintptr_t peer_start = 0;                 // Ipc: where the allocation is in the exporter
     unsigned long long vmm = 0;               // Vmm: the cuMemCreate handle mapped there
+    CUctx_st *ctx = nullptr;                  // Device, Pool, Ipc: the context it belongs to
 };
 
 // A cuMemCreate allocation: physical memory, mapped by cuMemMap.
@@ -200,6 +215,7 @@ struct Global {
     std::map<uintptr_t, size_t> reserved;        // cuMemAddressReserve ranges
     char *arena = nullptr;
     CUctx_st ctx[kMaxDevices];
+    std::vector<std::unique_ptr<CUctx_st>> own_ctx;  // cuCtxCreate's, until cuCtxDestroy
     std::atomic<bool> inited{false}, forked{false};
     std::atomic<int> sticky{0};  // a kernel's fault: every later call fails with it
     int ndev = 0;
@@ -240,6 +256,19 @@ CUresult put(T *out, V v) {
 size_t page_round(size_t n) {
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     return (n + pg - 1) / pg * pg;
+}
+
+// Whether FAKECUDA_FAIL lists `what` (read at each call); *arg gets the number after
+// "what:" where there is one.
+bool fail(const char *what, unsigned long long *arg = nullptr) {
+    const size_t n = std::strlen(what);
+    for (const char *s = std::getenv("FAKECUDA_FAIL"); s != nullptr; s = std::strchr(s, ',')) {
+        if (*s == ',') ++s;
+        if (std::strncmp(s, what, n) != 0 || (s[n] != '\0' && s[n] != ',' && s[n] != ':')) continue;
+        if (arg != nullptr) *arg = s[n] == ':' ? std::strtoull(s + n + 1, nullptr, 10) : 0;
+        return true;
+    }
+    return false;
 }
 
 int env_int(const char *name, int def, int lo, int hi) {
@@ -564,7 +593,7 @@ CUresult attr(int a, void *data, CUdeviceptr p) {
     const bool host = r->kind == Kind::Host || r->kind == Kind::Registered;  // Pool, Vmm: device
     unsigned long long v = 0;
     switch (a) {
-        case 1: v = (uintptr_t)&g().ctx[r->dev]; break;   // CONTEXT
+        case 1: v = (uintptr_t)(r->ctx ? r->ctx : &g().ctx[r->dev]); break;  // CONTEXT
         case 2: v = host ? MEM_HOST : MEM_DEVICE; break;  // MEMORY_TYPE (managed: device)
         case 3: v = p; break;                             // DEVICE_POINTER: unified addressing
         case 4:                                           // HOST_POINTER
@@ -606,6 +635,7 @@ const ErrorText kErrors[] = {
     {E_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "memory range already registered"},
     {E_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "memory range not registered"},
     {E_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {E_DEVICE_UNAVAILABLE, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
     {E_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -719,6 +749,16 @@ FAKECUDA_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
     return put(bytes, kTotalMem);
 }
 
+// CU_COMPUTEMODE_*: 0 default, 2 prohibited, 3 exclusive-process (1 is gone from CUDA).
+int compute_mode() { return env_int("FAKECUDA_COMPUTE_MODE", 0, 0, 3); }
+
+// Whether this process has a context of its own on d. Caller holds g().mu.
+bool has_own_ctx(CUdevice d) {
+    for (auto &c : g().own_ctx)
+        if (c->dev == d) return true;
+    return false;
+}
+
 // An H100-like part; attributes not listed read 0 (so: no GPUDirect RDMA). PCI bus ids
 // differ per GPU.
 FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
@@ -736,6 +776,7 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
         {123, 1}, {125, 1},                              // stream wait NOR, IPC events
     };
     *v = attrib == 33 ? 0x18 + d : 0;  // PCI_BUS_ID; PCI_DEVICE_ID (34) and PCI_DOMAIN_ID (50) are 0
+    if (attrib == 20) *v = compute_mode();  // COMPUTE_MODE
     for (const auto &kv : kValues)
         if (kv[0] == attrib) *v = kv[1];
     return OK;
@@ -751,6 +792,7 @@ FAKECUDA_API CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
 FAKECUDA_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
     if (CUresult rc = dev_call(pctx, d)) return rc;
     std::lock_guard<std::mutex> l(g().mu);
+    if (compute_mode() == 2 || (compute_mode() == 3 && has_own_ctx(d))) return E_DEVICE_UNAVAILABLE;
     ++g().ctx[d].refs;
     return put(pctx, &g().ctx[d]);
 }
@@ -763,10 +805,43 @@ FAKECUDA_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     return OK;
 }
 
+// A context of this process: a primary one or one of its own. Caller holds g().mu.
+bool known_ctx(CUcontext ctx) {
+    if (ctx >= g().ctx && ctx < g().ctx + g().ndev) return true;
+    for (auto &c : g().own_ctx)
+        if (c.get() == ctx) return true;
+    return false;
+}
+
 FAKECUDA_API CUresult cuCtxSetCurrent(CUcontext ctx) {
     if (CUresult rc = ready(false)) return rc;
-    if (ctx != nullptr && (ctx < g().ctx || ctx >= g().ctx + g().ndev)) return E_CONTEXT;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (ctx != nullptr && !known_ctx(ctx)) return E_CONTEXT;
     return put(&tl_ctx, ctx);
+}
+
+// A context of the application's own, made current (the real one pushes it).
+FAKECUDA_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice d) {
+    if (CUresult rc = dev_call(pctx, d)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    if (compute_mode() == 2 || (compute_mode() == 3 && (g().ctx[d].refs > 0 || has_own_ctx(d))))
+        return E_DEVICE_UNAVAILABLE;
+    (void)flags;
+    g().own_ctx.emplace_back(new CUctx_st{d, 1});
+    tl_ctx = g().own_ctx.back().get();
+    return put(pctx, tl_ctx);
+}
+
+FAKECUDA_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    if (CUresult rc = ready(false)) return rc;
+    std::lock_guard<std::mutex> l(g().mu);
+    for (auto it = g().own_ctx.begin(); it != g().own_ctx.end(); ++it) {
+        if (it->get() != ctx) continue;
+        if (tl_ctx == ctx) tl_ctx = nullptr;
+        g().own_ctx.erase(it);
+        return OK;
+    }
+    return E_CONTEXT;
 }
 
 FAKECUDA_API CUresult cuCtxGetCurrent(CUcontext *pctx) {
@@ -809,6 +884,7 @@ CUresult dev_alloc(CUdeviceptr *dptr, size_t bytes, size_t ms, Kind k) {
         return E_MEMORY;
     }
     g().ranges[(uintptr_t)va] = Range{k, bytes, ms, shadow, fd, id, tl_ctx->dev, 1, {}};
+    g().ranges[(uintptr_t)va].ctx = tl_ctx;
     ++g().total_dev;
     fakecuda::devmem_add(tl_ctx->dev, dev_pages(bytes));
     *dptr = (CUdeviceptr)va;
@@ -819,6 +895,8 @@ CUresult dev_alloc(CUdeviceptr *dptr, size_t bytes, size_t ms, Kind k) {
 
 FAKECUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
     if (CUresult rc = ready(true, dptr != nullptr && bytes != 0)) return rc;
+    unsigned long long at_least = 0;
+    if (fail("alloc", &at_least) && bytes >= at_least) return E_MEMORY;
     const size_t ms = page_round(bytes);
     std::lock_guard<std::mutex> l(g().mu);
     return dev_alloc(dptr, bytes, ms, Kind::Device);
@@ -1060,6 +1138,7 @@ FAKECUDA_API CUresult cuEventDestroy_v2(CUevent e) {
 // The handle names the whole allocation holding p (p may be interior).
 FAKECUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
     if (CUresult rc = ready(true, h != nullptr)) return rc;
+    if (fail("ipc_get")) return E_NOT_SUPPORTED;
     std::lock_guard<std::mutex> l(g().mu);
     const Range *r = find(p, nullptr);
     if (r == nullptr || r->kind != Kind::Device) return E_VALUE;  // not Pool nor Vmm: not legacy IPC
@@ -1079,6 +1158,7 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
     std::memcpy(&h, handle.reserved, sizeof h);
     if (pdptr == nullptr || (flags & ~1u) || std::memcmp(h.magic, kMemMagic, 8) != 0) return E_VALUE;
     if (h.pid == (long long)getpid() && env_int("FAKECUDA_IPC_SELF", 0, 0, 1) == 0) return E_CONTEXT;
+    if (fail("ipc_open")) return E_MAP_FAILED;
     const auto key = std::make_pair((long)h.pid, h.id);
     std::lock_guard<std::mutex> l(g().mu);
     auto it = g().ipc_open.find(key);
@@ -1110,6 +1190,7 @@ FAKECUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle h
     if (!ok) return E_MAP_FAILED;
     g().ranges[(uintptr_t)va] = Range{Kind::Ipc, h.size, ms, shadow, -1, g().next_id++, tl_ctx->dev, 1, key,
                                       (uintptr_t)h.start};
+    g().ranges[(uintptr_t)va].ctx = tl_ctx;
     g().ipc_open[key] = (uintptr_t)va;
     if (env_int("FAKECUDA_VERBOSE", 0, 0, 2) == 2)
         std::fprintf(stderr, "fakecuda: mapped buffer %llu [%#llx, +%llu) of pid %lld\n", h.id, h.start, h.size, h.pid);
@@ -1246,7 +1327,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
     CUfunc_st fn;
     char *to = nullptr;
     std::vector<char *> from((size_t)nsrc);
-    bool misaligned = false;
+    bool misaligned = false, foreign = false;
     {
         std::lock_guard<std::mutex> l(g().mu);
         bool live = false;  // without touching *f, which may be gone with its module
@@ -1259,6 +1340,8 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
         const size_t bytes = count * fn.elem_size;
         auto operand = [&](const void *p, char **out) -> CUresult {
             misaligned = misaligned || (uintptr_t)p % fn.elem_align != 0;
+            const Range *r = find((uintptr_t)p, nullptr);
+            foreign = foreign || (r != nullptr && r->ctx != nullptr && r->ctx != tl_ctx);
             if (bytes == 0) return OK;
             return xlate((CUdeviceptr)(uintptr_t)p, bytes, true, out);
         };
@@ -1267,10 +1350,11 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
             if (CUresult rc = operand(srcs.p[i], &from[(size_t)i])) return rc;
     }
     if (count == 0) return submit(s, [] {});
-    if (misaligned) {
-        return submit(s, [] {
+    if (misaligned || foreign) {  // another context's memory is not mapped in this one
+        const int fault = misaligned ? E_MISALIGNED : E_ILLEGAL_ADDRESS;
+        return submit(s, [fault] {
             int none = 0;
-            g().sticky.compare_exchange_strong(none, E_MISALIGNED);
+            g().sticky.compare_exchange_strong(none, fault);
         });
     }
     return submit(s, [fn, to, from, nsrc, count] { fn.fold(to, from.data(), nsrc, count); });

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mem/classify.h"
@@ -461,6 +462,88 @@ TEST_F(CudaDomainTest, HostStagingIsPinnedAndReused) {
     strata_host_copy_put(b);
     int on_stack = 0;
     EXPECT_EQ(strata_host_copy_get(&on_stack, 100), nullptr) << "host memory needs no staging";
+}
+
+// The domain's driver errors on a thread go to a DeviceErrors that lives there (the
+// first one), for the caller's own line; without one nothing is kept.
+TEST(DeviceErrorsTest, KeepsTheFirstErrorOfItsThreadWhileItLives) {
+    EXPECT_FALSE(strata::DeviceErrors::keep("nobody keeps this"));
+    {
+        strata::DeviceErrors outer;
+        EXPECT_TRUE(strata::DeviceErrors::keep("first"));
+        EXPECT_TRUE(strata::DeviceErrors::keep("second"));
+        {
+            strata::DeviceErrors inner;
+            EXPECT_TRUE(strata::DeviceErrors::keep("inner"));
+            EXPECT_EQ(inner.text(), "inner");
+        }
+        EXPECT_EQ(outer.text(), "first");
+        bool kept_elsewhere = true;
+        std::thread([&] { kept_elsewhere = strata::DeviceErrors::keep("another thread"); }).join();
+        EXPECT_FALSE(kept_elsewhere);
+    }
+    EXPECT_FALSE(strata::DeviceErrors::keep("after"));
+}
+
+// An IPC export the driver refuses (the fake, FAKECUDA_FAIL=ipc_get) fails with the
+// driver's words kept for the caller (team setup says them in its one line).
+TEST_F(CudaDomainTest, RefusedIpcExportIsKeptForTheCaller) {
+    struct fakecuda_stats st {};
+    if (!fake_counts(&st)) GTEST_SKIP() << "needs the fake driver (FAKECUDA_FAIL)";
+    void *p = dev_alloc(4096);
+    ASSERT_NE(p, nullptr);
+    strata::IpcHandle h;
+    {
+        strata::DeviceErrors errors;
+        setenv("FAKECUDA_FAIL", "ipc_get", 1);
+        EXPECT_EQ(dom_->ipc_export(p, &h), STRATA_ERR_DEVICE);
+        unsetenv("FAKECUDA_FAIL");
+        EXPECT_NE(errors.text().find("cuIpcGetMemHandle"), std::string::npos) << errors.text();
+    }
+    EXPECT_EQ(dom_->ipc_export(p, &h), STRATA_OK);
+}
+
+// Device memory of a context the application made itself (cuCtxCreate) is not the
+// domain's (whose kernels cannot read it): a call on a device team copies it, and the
+// copy works across the two contexts. The domain's own memory is used in place.
+TEST_F(CudaDomainTest, BuffersOfAnotherContextAreStaged) {
+    typedef int (*CtxCreate)(void **, unsigned, int);
+    typedef int (*CtxPtr)(void *);
+    typedef int (*CtxGet)(void **);
+    typedef int (*Alloc)(unsigned long long *, size_t);
+    typedef int (*Free)(unsigned long long);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(lib, nullptr);
+    auto create = reinterpret_cast<CtxCreate>(dlsym(lib, "cuCtxCreate_v2"));
+    auto destroy = reinterpret_cast<CtxPtr>(dlsym(lib, "cuCtxDestroy_v2"));
+    auto set = reinterpret_cast<CtxPtr>(dlsym(lib, "cuCtxSetCurrent"));
+    auto get = reinterpret_cast<CtxGet>(dlsym(lib, "cuCtxGetCurrent"));
+    auto alloc = reinterpret_cast<Alloc>(dlsym(lib, "cuMemAlloc_v2"));
+    auto release = reinterpret_cast<Free>(dlsym(lib, "cuMemFree_v2"));
+    if (!create || !destroy || !set || !get || !alloc || !release) GTEST_SKIP() << "driver lacks cuCtxCreate_v2";
+    void *before = nullptr, *own = nullptr;
+    ASSERT_EQ(get(&before), 0);
+    ASSERT_EQ(create(&own, 0, 0), 0);  // current now
+    unsigned long long theirs = 0;
+    ASSERT_EQ(alloc(&theirs, 4096), 0);
+    ASSERT_EQ(set(before), 0);
+    void *foreign = reinterpret_cast<void *>(theirs);
+    void *mine = dev_alloc(4096);
+    ASSERT_NE(mine, nullptr);
+    EXPECT_TRUE(strata::cuda_foreign_context(foreign, 0));
+    EXPECT_FALSE(strata::cuda_foreign_context(mine, 0));
+    EXPECT_EQ(strata::BufferCopies::plan_key(foreign, dom_), reinterpret_cast<uintptr_t>(dom_));
+    EXPECT_EQ(strata::BufferCopies::plan_key(mine, dom_), 0u);
+    std::vector<int> in(1024), out(1024, 0);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = int(i * 7 + 1);
+    put(foreign, in.data(), 4096);
+    put(mine, foreign, 4096);
+    put(out.data(), mine, 4096);
+    EXPECT_EQ(out, in);
+    ASSERT_EQ(set(own), 0);
+    EXPECT_EQ(release(theirs), 0);
+    EXPECT_EQ(destroy(own), 0);
+    EXPECT_EQ(set(before), 0);
 }
 
 }  // namespace
