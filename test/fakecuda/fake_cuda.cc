@@ -42,6 +42,10 @@
 //  - Stream-ordered (cuMemAllocAsync) and virtual-memory (cuMemCreate + cuMemMap)
 //    allocations are device memory that legacy CUDA IPC cannot share
 //    (IS_LEGACY_CUDA_IPC_CAPABLE 0, cuIpcGetMemHandle fails).
+//  - A CUDA-aware Open MPI 4.1 (contrib/cuda-openmpi) runs on it too: every entry point
+//    its opal/mca/common/cuda looks up is here (the selftest lists them), so its
+//    convertor copies, smcuda's IPC handles and events and its host registrations go
+//    through the fake, under the same rules.
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
