@@ -9,7 +9,8 @@
  *                     at communicator free, so enable's captures go in the destructor;
  *                     opal_info_get fills a caller's buffer; cid is c_contextid;
  *                     ompi_process_info from ompi/mca/rte/rte.h (ORTE); CUDA awareness
- *                     from MPIX_Query_cuda_support when built in (mpi-ext.h)
+ *                     when built in (mpi-ext.h) and on at run time (opal_cuda_support:
+ *                     MPIX_Query_cuda_support is the build-time constant there)
  *   5.0     2.4.0     module has coll_module_disable, called by the base for every
  *                     collective slot the module still holds when the communicator is
  *                     freed (so more than once), to release what enable captured; no
@@ -45,6 +46,7 @@
 #  define MCA_COLL_STRATA_COLL_API "2.0.0"
 #  include "ompi/mca/rte/rte.h"
 #  include "mpi-ext.h"
+#  include "opal/runtime/opal_params.h"  /* opal_cuda_support */
 #elif OMPI_MAJOR_VERSION == 5
 #  define MCA_COLL_STRATA_OMPI_SERIES 50
 #  define MCA_COLL_STRATA_COLL_API "2.4.0"
@@ -116,14 +118,18 @@ static inline int mca_coll_strata_info_get(opal_info_t *info, const char *key, c
 
 /* Whether the point-to-point layer of this Open MPI takes CUDA device memory,
  * decided the same way on every rank of a job (same build, same MCA settings).
- * 4.1: compiled in (MPIX_CUDA_AWARE_SUPPORT) and switched on at run time.
+ * 4.1: compiled in (MPIX_CUDA_AWARE_SUPPORT) and switched on at run time: 4.1's
+ * MPIX_Query_cuda_support() returns the build-time OPAL_CUDA_SUPPORT, so a run with
+ * mpi_cuda_support=0 (or where its CUDA code could not load libcuda, which clears
+ * the same flag) would still say yes while its convertor copies device memory as
+ * host memory; opal_cuda_support is the run-time switch.
  * 5.0: the accelerator framework selected its cuda component (the null component
  * means host memory only, as in Debian's build). */
 static inline int mca_coll_strata_stack_cuda_aware(void)
 {
 #if MCA_COLL_STRATA_OMPI_SERIES == 41
 #  if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support();
+    return MPIX_Query_cuda_support() && opal_cuda_support;
 #  else
     return 0;
 #  endif

@@ -56,6 +56,10 @@
 //    where IPC is refused), ipc_open (cuIpcOpenMemHandle: CUDA_ERROR_MAP_FAILED, as
 //    across container namespaces), alloc:BYTES (cuMemAlloc of at least BYTES:
 //    CUDA_ERROR_OUT_OF_MEMORY, a nearly full GPU).
+//  - A CUDA-aware Open MPI 4.1 (contrib/cuda-openmpi) runs on it too: every entry point
+//    its opal/mca/common/cuda looks up is here (the selftest lists them), so its
+//    convertor copies, smcuda's IPC handles and events and its host registrations go
+//    through the fake, under the same rules.
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
@@ -154,6 +158,7 @@ struct Range {
     uintptr_t peer_start = 0;                 // Ipc: where the allocation is in the exporter
     unsigned long long vmm = 0;               // Vmm: the cuMemCreate handle mapped there
     CUctx_st *ctx = nullptr;                  // Device, Pool, Ipc: the context it belongs to
+    bool sync_memops = false;                 // cuPointerSetAttribute(SYNC_MEMOPS)
 };
 
 // A cuMemCreate allocation: physical memory, mapped by cuMemMap.
@@ -577,7 +582,7 @@ CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
 
 size_t attr_size(int a) {
     switch (a) {
-        case 2: case 8: case 9: case 10: case 13: return 4;  // unsigned, int or bool-as-int
+        case 2: case 6: case 8: case 9: case 10: case 13: return 4;  // unsigned, int or bool-as-int
         case 1: case 3: case 4: case 7: case 11: case 12: return 8;
         default: return 0;
     }
@@ -600,6 +605,7 @@ CUresult attr(int a, void *data, CUdeviceptr p) {
             if (has_shadow(r)) return E_VALUE;
             v = p;
             break;
+        case 6: v = r->sync_memops; break;             // SYNC_MEMOPS
         case 7: v = r->id; break;                      // BUFFER_ID
         case 8: v = r->kind == Kind::Managed; break;   // IS_MANAGED
         case 9: v = (unsigned)r->dev; break;           // DEVICE_ORDINAL
@@ -962,6 +968,22 @@ FAKECUDA_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdevicep
     if (CUresult rc = ready(false, data != nullptr)) return rc;
     std::lock_guard<std::mutex> l(g().mu);
     return attr(attribute, data, p);
+}
+
+// Only SYNC_MEMOPS can be set, and only on device memory (cuMemAlloc, managed, pool,
+// VMM, IPC-opened), as the driver documents; the value is a bool (unsigned int), 0 or
+// 1. The fake's synchronous copies are already synchronous, so the flag is only kept
+// (and read back through cuPointerGetAttribute).
+FAKECUDA_API CUresult cuPointerSetAttribute(const void *value, int attribute, CUdeviceptr p) {
+    if (CUresult rc = ready(true, value != nullptr && attribute == 6)) return rc;
+    unsigned v = 0;
+    std::memcpy(&v, value, sizeof v);
+    if (v > 1) return E_VALUE;
+    std::lock_guard<std::mutex> l(g().mu);
+    Range *r = find(p, nullptr);
+    if (r == nullptr || r->kind == Kind::Host || r->kind == Kind::Registered) return E_VALUE;
+    r->sync_memops = v != 0;
+    return OK;
 }
 
 // Unlike the singular form, unknown pointers succeed with every value zero.

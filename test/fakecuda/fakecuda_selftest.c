@@ -95,6 +95,7 @@ static struct {
     CUresult (*MemUnmap)(CUdeviceptr, size_t);
     CUresult (*MemRelease)(unsigned long long);
     CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*PointerSetAttribute)(const void *, int, CUdeviceptr);
 } cu;
 
 static const char *const kNames[] = {
@@ -108,7 +109,20 @@ static const char *const kNames[] = {
     "cuIpcCloseMemHandle", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuModuleLoadData",
     "cuModuleGetFunction", "cuModuleUnload", "cuLaunchKernel", "fakecuda_stats", "cuDriverGetVersion",
     "cuMemGetInfo_v2", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemAddressReserve", "cuMemMap",
-    "cuMemUnmap", "cuMemRelease", "cuMemAddressFree",
+    "cuMemUnmap", "cuMemRelease", "cuMemAddressFree", "cuPointerSetAttribute",
+};
+
+/* Every entry point a CUDA-aware Open MPI 4.1 looks up (opal/mca/common/cuda, built
+ * against CUDA 12/13 headers, which name the _v2 versions): it leaves CUDA support off
+ * when one is missing (contrib/cuda-openmpi builds such an Open MPI for the tests). */
+static const char *const kOmpi41Names[] = {
+    "cuStreamCreate", "cuCtxGetCurrent", "cuEventCreate", "cuEventRecord", "cuMemHostRegister_v2",
+    "cuMemHostUnregister", "cuPointerGetAttribute", "cuEventQuery", "cuEventDestroy_v2", "cuStreamWaitEvent",
+    "cuMemcpyAsync", "cuMemcpy", "cuMemFree_v2", "cuMemAlloc_v2", "cuMemGetAddressRange_v2",
+    "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
+    "cuIpcGetMemHandle", "cuCtxGetDevice", "cuDeviceCanAccessPeer", "cuDeviceGet", "cuPointerSetAttribute",
+    "cuCtxSetCurrent", "cuEventSynchronize", "cuStreamSynchronize", "cuStreamDestroy_v2",
+    "cuPointerGetAttributes",
 };
 
 static int npass, nfail;
@@ -284,6 +298,14 @@ int main(int argc, char **argv) {
             return 1;
         }
 
+    int missing = 0;
+    for (size_t i = 0; i < sizeof kOmpi41Names / sizeof kOmpi41Names[0]; ++i)
+        if (dlsym(lib, kOmpi41Names[i]) == NULL) {
+            printf("     missing %s\n", kOmpi41Names[i]);
+            missing++;
+        }
+    check(missing == 0, "ompi41_entry_points", "an entry point a CUDA-aware Open MPI 4.1 needs is missing");
+
     /* 0. Devices: FAKECUDA_DEVICES=0 means no GPU (checked before this process inits). */
     check(in_child(child_no_device, NULL) == 0, "no_device", "cuInit with FAKECUDA_DEVICES=0 did not give 100");
     fflush(stdout);
@@ -374,6 +396,13 @@ int main(int argc, char **argv) {
     check(cu.MemHostRegister(reg, sizeof reg, 0) == 0 && cu.PointerGetAttribute(&memtype, 2, PTR(reg + 9)) == 0 &&
               memtype == 1 && cu.MemHostRegister(reg + 8, 8, 0) == 712,
           "attr_registered", "registered range is not host type 1, or double registration allowed");
+    unsigned one = 1, two = 2, sync = 9;
+    check(cu.PointerGetAttribute(&sync, 6, d) == 0 && sync == 0 && cu.PointerSetAttribute(&one, 6, d + 5) == 0 &&
+              cu.PointerGetAttribute(&sync, 6, d) == 0 && sync == 1 && cu.PointerSetAttribute(&two, 6, d) == INVALID_VALUE &&
+              cu.PointerSetAttribute(&one, 2, d) == INVALID_VALUE &&
+              cu.PointerSetAttribute(&one, 6, PTR(reg)) == INVALID_VALUE &&
+              cu.PointerSetAttribute(&one, 6, PTR(&on_stack)) == INVALID_VALUE,
+          "attr_sync_memops", "SYNC_MEMOPS not settable on device memory only, or not read back");
     CUdeviceptr freed = 0;
     check(cu.MemAlloc(&d2, 64) == 0 && cu.PointerGetAttribute(&id2, 7, d2) == 0 && id2 != id1 && cu.MemFree(d2) == 0 &&
               cu.MemAlloc(&d2, 64) == 0 && cu.PointerGetAttribute(&id3, 7, d2) == 0 && id3 != id2 && id3 != id1,
