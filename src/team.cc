@@ -152,8 +152,7 @@ Status Team::ensure_setup(bool blocking_call) {
     // As if call 0 had ended here: a call's first stages wait for the end of the one
     // before it (Call::stage_free), call 1 included.
     if (local == STRATA_OK) raise_flags(kCallSpan - 1);
-    const bool own_failure = local != STRATA_OK && !node_.error().empty();
-    int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
+    int first_failed = shm_failure_mark(local);
     // The same round agrees on expect_same(): [1] the lowest rank not ok, then the
     // value in three pieces of at most 31 bits, each as its minimum and (INT_MAX -
     // piece) as its maximum; equal everywhere when every minimum is its maximum.
@@ -169,14 +168,7 @@ Status Team::ensure_setup(bool blocking_call) {
     first_not_ok_ = agreed[1];
     same_everywhere_ = first_not_ok_ == INT_MAX;
     for (int i = 0; i < 3; ++i) same_everywhere_ = same_everywhere_ && agreed[2 + i] == INT_MAX - agreed[5 + i];
-    if (first_failed != INT_MAX) {
-        setup_ = Setup::Failed;
-        if (first_failed == rank_ || first_failed == size_ + rank_)
-            log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
-                   "the previous collective component",
-                rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
-        return STRATA_FALLBACK;
-    }
+    if (first_failed != INT_MAX) return shm_fell_back(first_failed, local);
     // (STRATA_FALLBACK too: a GPU team whose GPU path failed and whose node could not
     // then spare the host slots)
     if (const Status st = agree_device(gpu_ranks == size_); st != STRATA_OK) return st;
@@ -316,12 +308,24 @@ Status Team::take_host_slots() {
         // every rank of the node has let go of the GPU regions already (release_device)
         __atomic_store_n(flag(layout_.my_local(), kFlagClosed), device_tries_, __ATOMIC_RELEASE);
     }
-    const bool own_failure = local != STRATA_OK && !node_.error().empty();
-    int first_failed = local == STRATA_OK ? INT_MAX : own_failure ? rank_ : size_ + rank_;
+    int first_failed = shm_failure_mark(local);
     const Status agreed = agree_.min(&first_failed, 1, waiter(), "host stage slots", &why);
     node_.unlink();
     if (agreed != STRATA_OK) return setup_failed(agreed, why);
-    if (first_failed == INT_MAX) return STRATA_OK;
+    return first_failed == INT_MAX ? STRATA_OK : shm_fell_back(first_failed, local);
+}
+
+// What this rank puts into the agreement on its host segment: INT_MAX when it has it;
+// its rank when it failed itself (it says why); size + rank when it only heard that its
+// node leader failed, so that a rank that failed itself is the one chosen to say why.
+int Team::shm_failure_mark(Status local) const {
+    if (local == STRATA_OK) return INT_MAX;
+    return node_.error().empty() ? size_ + rank_ : rank_;
+}
+
+// Every rank agreed that first_failed (a shm_failure_mark) failed: the communicator falls
+// back, and that rank says why.
+Status Team::shm_fell_back(int first_failed, Status local) {
     setup_ = Setup::Failed;
     if (first_failed == rank_ || first_failed == size_ + rank_)
         log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "

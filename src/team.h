@@ -243,6 +243,8 @@ private:
     Status setup_device(std::string *why);
     void release_device();
     size_t host_region_bytes() const;  // stage slots of one local rank in the host segment
+    int shm_failure_mark(Status local) const;
+    Status shm_fell_back(int first_failed, Status local);
     Status agree_device(bool gpu_everywhere);
     // Moves the team's messages to a communicator of their own (strata_transport_t::
     // open_private), once, at a blocking call: every later message is out of reach of
