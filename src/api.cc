@@ -482,40 +482,8 @@ const char *strata_algorithm_description(strata_coll_t coll, int index) {
     return index >= 0 && index < t.count ? t.algorithms[index].description : nullptr;
 }
 
-const char *strata_coll_name(strata_coll_t coll) {
-    static const char *const names[STRATA_COLL_COUNT] = {
-        "allreduce", "allgather", "reduce_scatter", "bcast", "alltoall", "reduce"};
-    return coll >= 0 && coll < STRATA_COLL_COUNT ? names[coll] : "unknown";
-}
-
-size_t strata_dtype_size(strata_dtype_t dtype) {
-    return dispatch_type(dtype, [](auto *p) -> size_t {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_void<T>::value) {
-            return 0;
-        } else {
-            return sizeof(T);
-        }
-    });
-}
-
 int strata_op_supported(strata_dtype_t dtype, strata_op_t op) {
     return host_reduce_fn(dtype, op) != nullptr;
-}
-
-const char *strata_dtype_name(strata_dtype_t dtype) {
-    static const char *const names[STRATA_DTYPE_COUNT] = {
-        "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-        "float", "double", "long_double", "float_complex", "double_complex",
-        "long_double_complex", "bool", "logical4", "byte", "float_int", "2int"};
-    return dtype >= 0 && dtype < STRATA_DTYPE_COUNT ? names[dtype] : "unknown";
-}
-
-const char *strata_op_name(strata_op_t op) {
-    static const char *const names[STRATA_OP_COUNT] = {"sum",  "prod", "max", "min",
-                                                       "land", "lor",  "lxor", "band",
-                                                       "bor",  "bxor", "maxloc", "minloc"};
-    return op >= 0 && op < STRATA_OP_COUNT ? names[op] : "unknown";
 }
 
 strata_status_t strata_team_create(int rank, int size, int node_key,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mem/domain.h"
+#include "mem/ops.h"
 #include "strata.h"
 
 namespace {
@@ -184,3 +185,22 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, OpsTest,
                          });
 
 }  // namespace
+
+// strata_dtype_size (the platform layer's table, src/names.cc) is the element size of
+// the type every reduction runs on (src/mem/ops.h): a buffer's count x size must be
+// exactly the bytes the kernels walk.
+TEST(DtypeSize, IsTheSizeOfTheTypeReductionsRunOn) {
+    for (int d = 0; d < STRATA_DTYPE_COUNT; ++d) {
+        const auto dtype = static_cast<strata_dtype_t>(d);
+        const size_t ran_on = strata::dispatch_type(dtype, [](auto *p) -> size_t {
+            using T = std::remove_pointer_t<decltype(p)>;
+            if constexpr (std::is_void<T>::value) {
+                return 0;
+            } else {
+                return sizeof(T);
+            }
+        });
+        EXPECT_EQ(strata_dtype_size(dtype), ran_on) << strata_dtype_name(dtype);
+    }
+    EXPECT_EQ(strata_dtype_size(STRATA_DTYPE_COUNT), 0u);
+}
