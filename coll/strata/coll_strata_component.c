@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <stdlib.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
@@ -606,27 +607,29 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
 }
 
 /* Whether Open MPI aggregates help messages: orte_base_help_aggregate (4.1) or
- * opal_base_help_aggregate (5.0), on unless set to 0. */
+ * opal_base_help_aggregate (5.0), on unless set to 0. An MPI process of 5.0.7 does not
+ * register the variable: mpirun --mca hands it over in the environment. */
 static bool help_aggregated(void)
 {
-    static const char *const project[] = {"orte", "opal"};
+    static const char *const names[] = {"orte_base_help_aggregate", "opal_base_help_aggregate"};
+    const char *env = getenv("OMPI_MCA_opal_base_help_aggregate");
     const bool *on;
     int i, index;
     for (i = 0; i < 2; ++i) {
-        index = mca_base_var_find(project[i], project[i], "base", "help_aggregate");
-        if (index >= 0 && OPAL_SUCCESS == mca_base_var_get_value(index, &on, NULL, NULL) && NULL != on) {
+        if (OPAL_SUCCESS == mca_base_var_find_by_name(names[i], &index) &&
+            OPAL_SUCCESS == mca_base_var_get_value(index, &on, NULL, NULL) && NULL != on) {
             return *on;
         }
     }
-    return true;
+    return NULL == env || !(0 == strcmp(env, "0") || 0 == strcasecmp(env, "false") || 0 == strcasecmp(env, "no"));
 }
 
 /* Warnings, the core's (strata_set_warner) and the glue's: Open MPI's help system prints
  * a topic once and then counts the processes that sent it again (both series aggregate
  * by file and topic, so the text the others sent is not shown, and strata makes it the
  * same where it can). Each topic of help-coll-strata.txt begins with the warning's own
- * line, "coll:strata: <msg>". With aggregation off, each process prints its own, as
- * Open MPI would print each, without the relay to mpirun that Open MPI 4.1.4 now and
+ * line, "coll:strata: <msg>". With aggregation off, each process prints its own,
+ * as Open MPI would print each, without the relay to mpirun that Open MPI 4.1.4 now and
  * then loses (test/mpi/run-help). Where the help file or the topic cannot be found,
  * Open MPI says so and the line goes out alone. */
 void mca_coll_strata_core_warn(const char *topic, const char *msg)
