@@ -162,7 +162,6 @@ Status NodeChannel::reuse_round(const Layout &l, P2PChannel &wire, int tag, cons
     if (!take_kept(&shm_, word.where.id, 0, local_size, region, dir)) return STRATA_OK;
     // Every local rank has freed the communicator that used it (each kept it only
     // then) and waits for this verdict: nobody reads or writes it now.
-    fprintf(stderr, "DBG flag0 ready=%llx done=%llx\n", (unsigned long long)*shm_.flag(0, kFlagReady), (unsigned long long)*shm_.flag(1, kFlagDone));
     shm_.clear_control();
     log(2, "node %d: the shared memory of a freed communicator of the same %d ranks, taken up again", node,
         local_size);

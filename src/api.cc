@@ -107,11 +107,12 @@ void say_rules(CoreTeam &t) {
         return;
     }
     if (t.first_not_ok() == t.rank() && !warned.exchange(true))
-        log(0, "coll_strata_rules_file: %s; every rank uses the built-in rules", t.rules_error.c_str());
+        warn("rules file unreadable", "coll_strata_rules_file: %s; every rank uses the built-in rules",
+             t.rules_error.c_str());
     else if (t.first_not_ok() == INT_MAX && t.rank() == 0 && !warned.exchange(true))
-        log(0, "coll_strata_rules_file: the rules differ between ranks (rank 0 read %s, hash %016llx); every "
-               "rank uses the built-in rules",
-            path, (unsigned long long)t.rules.hash());
+        warn("rules differ", "coll_strata_rules_file: the rules differ between ranks (rank 0 read %s, hash %016llx); "
+                             "every rank uses the built-in rules",
+             path, (unsigned long long)t.rules.hash());
 }
 
 // The algorithm for a call the settings leave open: the first matching line of the
@@ -492,11 +493,12 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
     *team = nullptr;
     if (!transport || !cfg || size < 1 || rank < 0 || rank >= size) return STRATA_ERR_ARG;
     if (cfg->segment_size < 64 || cfg->segment_size > (size_t(1) << 30)) {
-        log(0, "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
+        warn("segment size out of range", "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
         return STRATA_ERR_ARG;
     }
     if (cfg->device_segment_size != 0 && (cfg->device_segment_size < 64 || cfg->device_segment_size > (size_t(1) << 30))) {
-        log(0, "device segment size %zu is out of range (0, or 64 bytes to 1 GiB)", cfg->device_segment_size);
+        warn("segment size out of range", "device segment size %zu is out of range (0, or 64 bytes to 1 GiB)",
+             cfg->device_segment_size);
         return STRATA_ERR_ARG;
     }
     CoreTeam *t = new (std::nothrow) CoreTeam(rank, size, node_key, *transport, *cfg);

@@ -10,6 +10,7 @@
 namespace strata {
 
 static strata_log_fn g_logger = nullptr;
+static strata_warn_fn g_warner = nullptr;
 static int g_max_level = INT_MAX;
 static thread_local bool t_quiet = false;
 
@@ -30,12 +31,21 @@ void log(int level, const char *fmt, ...) {
     }
 }
 
-Status fail(Status status, const char *where, int err) {
-    if (err) {
-        log(0, "%s failed: %s", where, strerror(err));
+void warn(const char *topic, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g_warner) {
+        g_warner(topic, msg);
     } else {
-        log(0, "%s failed: %s", where, status_name(status));
+        log(0, "%s", msg);
     }
+}
+
+Status fail(Status status, const char *where, int err) {
+    warn("operation failed", "%s failed: %s", where, err ? strerror(err) : status_name(status));
     return status;
 }
 
@@ -62,6 +72,7 @@ const char *status_name(Status s) {
 }  // namespace strata
 
 extern "C" void strata_set_logger(strata_log_fn fn) { strata::g_logger = fn; }
+extern "C" void strata_set_warner(strata_warn_fn fn) { strata::g_warner = fn; }
 extern "C" void strata_set_log_level(int max_level) { strata::g_max_level = max_level; }
 extern "C" void strata_log_quiet(int quiet) { strata::t_quiet = quiet != 0; }
 extern "C" int strata_log_is_quiet(void) { return strata::t_quiet ? 1 : 0; }

@@ -15,8 +15,14 @@ using Status = strata_status_t;
 // Messages go to the glue's logger (or stderr when none is set). Level 0 is a
 // warning every user sees; 1 and 2 follow coll_strata_verbose.
 void log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-// Logs "where: what failed (status)" at level 0 and returns status, so a failure
-// site reads `return fail(STRATA_ERR_SYS, "shm_open", errno)`.
+// A warning every user sees, under its topic of coll/strata/help-coll-strata.txt: the
+// glue's warner hands it to Open MPI's help system, which prints it once and counts the
+// processes that sent the same topic; without a warner it is a level-0 log line. Give
+// it the same text on every rank that meets the same problem (the processes counted
+// are not shown), naming a rank only when one rank speaks for its communicator.
+void warn(const char *topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Warns "where failed: status" (topic "operation failed") and returns status, so a
+// failure site reads `return fail(STRATA_ERR_SYS, "shm_open", errno)`.
 Status fail(Status status, const char *where, int err = 0);
 
 const char *status_name(Status s);

@@ -26,8 +26,8 @@ double now_seconds() {
 
 void Schedule::report_stall(const std::vector<StepId> &active) const {
     static const char *const kinds[] = {"nop", "copy", "reduce", "send", "recv", "signal", "wait", "poll"};
-    log(0, "no progress for %.0f s; waiting on (first unfinished of %zu steps):", kStallReportSeconds,
-        steps_.size());
+    warn("no progress", "no progress for %.0f s in a collective call (its unfinished steps: coll_strata_verbose 1)",
+         kStallReportSeconds);
     int shown = 0;
     for (size_t a = 0; a < active.size() && shown < 6; ++a) {
         const size_t i = active[a];

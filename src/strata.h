@@ -175,6 +175,12 @@ const char *strata_status_name(strata_status_t status);
 /* Logging: the glue routes core messages to its own output (opal_output). */
 typedef void (*strata_log_fn)(int level, const char *msg);
 void strata_set_logger(strata_log_fn fn);
+/* Warnings every user sees, each under a topic of coll/strata/help-coll-strata.txt: the
+ * glue hands them to Open MPI's help system, which aggregates them across processes.
+ * msg is the warning's one line, the same on every rank that meets the same problem.
+ * Without a warner (NULL, the default) they go to the logger at level 0. */
+typedef void (*strata_warn_fn)(const char *topic, const char *msg);
+void strata_set_warner(strata_warn_fn fn);
 /* Messages above max_level are not even formatted (the logger would drop them): a
  * call's log line costs nothing when nobody reads it. Default: every level. */
 void strata_set_log_level(int max_level);

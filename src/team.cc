@@ -26,7 +26,9 @@ Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const
 
 Team::~Team() {
     // Requests keep their communicator alive until they completed: nothing is queued.
-    if (queued()) log(0, "internal: a communicator freed with %zu collective call(s) still queued", queue_.size());
+    if (queued())
+        warn("internal error", "internal: a communicator freed with %zu collective call(s) still queued",
+             queue_.size());
     forget_queue();
     close_inbox();
     // The next communicator of the same local ranks (a dup/free cycle) takes the host
@@ -236,9 +238,9 @@ Status Team::agree_device(bool gpu_everywhere) {
         release_device();
         recheck_gpus_ = false;  // it would fail again
         if (first_failed == rank_ || first_failed == size_ + rank_)
-            log(0, "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
-                   "and stages device buffers",
-                rank_, why.c_str());
+            warn("gpu setup failed", "GPU setup failed on rank %d (%s); this communicator runs strata in host memory "
+                                     "and stages device buffers",
+                 rank_, why.c_str());
         return take_host_slots();
     }
     // Reading peers' buffers in place needs every rank's cache on (a setting that
@@ -257,8 +259,8 @@ Status Team::agree_device(bool gpu_everywhere) {
     if (direct_ && !tp_.device_capable) {
         direct_ = false;
         if (rank_ == 0)
-            log(0, "coll_strata_device_transport=direct, but the point-to-point layer is not "
-                   "CUDA-aware: staging through host instead");
+            warn("direct transport unavailable", "coll_strata_device_transport=direct, but the point-to-point layer "
+                                                 "is not CUDA-aware: staging through host instead");
     }
     if (!direct_) bounce_.reset(new BounceChannel(wire_, *dom_));
     return STRATA_OK;
@@ -328,9 +330,9 @@ int Team::shm_failure_mark(Status local) const {
 Status Team::shm_fell_back(int first_failed, Status local) {
     setup_ = Setup::Failed;
     if (first_failed == rank_ || first_failed == size_ + rank_)
-        log(0, "shared-memory setup failed on rank %d (%s); this communicator falls back to "
-               "the previous collective component",
-            rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
+        warn("shared memory failed", "shared-memory setup failed on rank %d (%s); this communicator falls back to "
+                                     "the previous collective component",
+             rank_, node_.error().empty() ? status_name(local) : node_.error().c_str());
     return STRATA_FALLBACK;
 }
 
@@ -345,8 +347,8 @@ Status Team::setup_failed(Status st, const std::string &why) {
     if (setup_ == Setup::Ready) return fail_call(st, "team setup: " + why, call_seq_ + 1);
     setup_ = Setup::Failed;
     last_error_ = "team setup: " + why;
-    log(0, "rank %d: %s; this communicator falls back to the previous collective component", rank_,
-        last_error_.c_str());
+    warn("setup failed", "rank %d: %s; this communicator falls back to the previous collective component", rank_,
+         last_error_.c_str());
     return st;
 }
 

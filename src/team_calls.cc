@@ -335,8 +335,8 @@ bool Team::check_broken() {
              failed);
     failure_ = where() + ": " + b;
     failed_call_ = failed;
-    log(0, "rank %d: %s; this and every later call on this communicator go to the previous collective component, "
-           "as on its peers", rank_, failure_.c_str());
+    warn("peer call failed", "rank %d: %s; this and every later call on this communicator go to the previous "
+                             "collective component, as on its peers", rank_, failure_.c_str());
     return true;
 }
 

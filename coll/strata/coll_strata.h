@@ -252,6 +252,12 @@ const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const vo
 
 /* Core logger registered with strata_set_logger. */
 void mca_coll_strata_core_log(int level, const char *msg);
+/* Warnings users see, each under its topic of help-coll-strata.txt, through Open MPI's
+ * help system (aggregated across processes): the core's (registered with
+ * strata_set_warner) and the glue's own, msg formatted from fmt. */
+#define MCA_COLL_STRATA_HELP_FILE "help-coll-strata.txt"
+void mca_coll_strata_core_warn(const char *topic, const char *msg);
+void mca_coll_strata_warn(const char *topic, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The core logs each call under its core collective (allgather, reduce_scatter,
  * alltoall). An MPI-level variant it serves (allgatherv, reduce_scatter_block,

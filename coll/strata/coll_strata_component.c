@@ -10,8 +10,10 @@
 
 #include <dlfcn.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <stdlib.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
@@ -125,8 +127,8 @@ static void register_enum_var(const mca_base_component_t *c, const char *name, c
 #define STRATA_MAX_SEGMENT ((size_t) 1 << 30)
 static void warn_range(const char *name, const char *was, const char *range, const char *now)
 {
-    opal_output(0, "coll:strata: coll_strata_%s=%s is out of range (valid: %s); using the default, %s", name, was,
-                range, now);
+    mca_coll_strata_warn("value out of range", "coll_strata_%s=%s is out of range (valid: %s); using the default, %s",
+                         name, was, range, now);
 }
 
 static void check_size(const char *name, size_t *v, size_t lo, size_t hi, size_t dflt)
@@ -187,8 +189,8 @@ static void warn_unknown_algorithm(strata_coll_t coll, int alg)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
                  strata_algorithm_name(coll, i));
     }
-    opal_output(0, "coll:strata: coll_strata_%s_algorithm=%s is not an algorithm of %s (known: auto, base, %s); "
-                "using auto", strata_coll_name(coll), given, strata_coll_name(coll), known);
+    mca_coll_strata_warn("unknown algorithm", "coll_strata_%s_algorithm=%s is not an algorithm of %s (known: auto, "
+                         "base, %s); using auto", strata_coll_name(coll), given, strata_coll_name(coll), known);
 }
 
 static void check_ranges(void)
@@ -334,6 +336,8 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->host_handback = 0 != d->host_handback;
     mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
 }
+
+static void add_help_dirs(void);
 
 static int mca_coll_strata_register(void)
 {
@@ -525,6 +529,7 @@ static int mca_coll_strata_register(void)
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         register_algorithm_var(c, (strata_coll_t) coll);
     }
+    add_help_dirs();   /* before check_ranges: its warnings are help messages */
     check_ranges();
     register_pvars(c);
     return OMPI_SUCCESS;
@@ -552,8 +557,8 @@ static int mca_coll_strata_open(void)
     mca_coll_strata_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_strata_component.output, mca_coll_strata_component.verbose);
     strata_set_logger(mca_coll_strata_core_log);
+    strata_set_warner(mca_coll_strata_core_warn);
     strata_set_log_level(mca_coll_strata_component.verbose);
-    add_help_dirs();
     return OMPI_SUCCESS;
 }
 
@@ -563,6 +568,7 @@ static int mca_coll_strata_close(void)
     strata_host_copy_release();
     strata_cuda_report();   /* every communicator is gone: what strata still holds */
     strata_set_logger(NULL);
+    strata_set_warner(NULL);
     if (0 <= mca_coll_strata_component.output) {
         opal_output_close(mca_coll_strata_component.output);
         mca_coll_strata_component.output = -1;
@@ -598,6 +604,55 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->host_handback = cs->host_handback ? 1 : 0;
     cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])
                           ? mca_coll_strata_rules_file : NULL;
+}
+
+/* Whether Open MPI aggregates help messages: orte_base_help_aggregate (4.1) or
+ * opal_base_help_aggregate (5.0), on unless set to 0. An MPI process of 5.0.7 does not
+ * register the variable: mpirun --mca hands it over in the environment. */
+static bool help_aggregated(void)
+{
+    static const char *const names[] = {"orte_base_help_aggregate", "opal_base_help_aggregate"};
+    const char *env = getenv("OMPI_MCA_opal_base_help_aggregate");
+    const bool *on;
+    int i, index;
+    for (i = 0; i < 2; ++i) {
+        if (OPAL_SUCCESS == mca_base_var_find_by_name(names[i], &index) &&
+            OPAL_SUCCESS == mca_base_var_get_value(index, &on, NULL, NULL) && NULL != on) {
+            return *on;
+        }
+    }
+    return NULL == env || !(0 == strcmp(env, "0") || 0 == strcasecmp(env, "false") || 0 == strcasecmp(env, "no"));
+}
+
+/* Warnings, the core's (strata_set_warner) and the glue's: Open MPI's help system prints
+ * a topic once and then counts the processes that sent it again (both series aggregate
+ * by file and topic, so the text the others sent is not shown, and strata makes it the
+ * same where it can). Each topic of help-coll-strata.txt begins with the warning's own
+ * line, "coll:strata: <msg>". With aggregation off, each process prints its own,
+ * as Open MPI would print each, without the relay to mpirun that Open MPI 4.1.4 now and
+ * then loses (test/mpi/run-help). Where the help file or the topic cannot be found,
+ * Open MPI says so and the line goes out alone. */
+void mca_coll_strata_core_warn(const char *topic, const char *msg)
+{
+    char *text = opal_show_help_string(MCA_COLL_STRATA_HELP_FILE, topic, true, msg);
+    if (NULL == text) {
+        opal_output(0, "coll:strata: %s", msg);
+    } else if (!help_aggregated()) {
+        opal_output(0, "%s", text);
+    } else {
+        (void) opal_show_help(MCA_COLL_STRATA_HELP_FILE, topic, true, msg);
+    }
+    free(text);
+}
+
+void mca_coll_strata_warn(const char *topic, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mca_coll_strata_core_warn(topic, msg);
 }
 
 /* Core messages: "coll:strata: <world rank>: msg" on the component's stream. */

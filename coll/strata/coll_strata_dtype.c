@@ -335,6 +335,17 @@ int mca_coll_strata_enter(const void *caller)
     return quiet;
 }
 
+/* The help topic of a failed call: the rank whose own call failed says why; its peers
+ * only heard of it, or gave up waiting (each topic aggregates on its own). */
+static const char *call_failed_topic(strata_status_t st)
+{
+    switch (st) {
+    case STRATA_ERR_PEER:    return "call failed on a peer";
+    case STRATA_ERR_TIMEOUT: return "call timed out";
+    default:                 return "call failed";
+    }
+}
+
 int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *m, const char *coll)
 {
     const char *detail;
@@ -361,14 +372,14 @@ int mca_coll_strata_status_to_mpi(strata_status_t st, mca_coll_strata_module_t *
      * communicator's error handler then decides what happens). */
     detail = strata_team_last_error(m->team);
     if (STRATA_ERR_BROKEN == st) {
-        opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) refused: an earlier call "
-                    "on it failed (%s); this communicator takes no more collectives",
-                    ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
-                    '\0' != detail[0] ? detail : "see above");
+        mca_coll_strata_warn("call refused", "rank %d: %s on communicator %s (cid %d) refused: an earlier call "
+                             "on it failed (%s); this communicator takes no more collectives",
+                             ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
+                             '\0' != detail[0] ? detail : "see above");
     } else {
-        opal_output(0, "coll:strata: rank %d: %s on communicator %s (cid %d) failed: %s",
-                    ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
-                    '\0' != detail[0] ? detail : strata_status_name(st));
+        mca_coll_strata_warn(call_failed_topic(st), "rank %d: %s on communicator %s (cid %d) failed: %s",
+                             ompi_comm_rank(m->comm), coll, m->comm->c_name, MCA_COLL_STRATA_CID(m->comm),
+                             '\0' != detail[0] ? detail : strata_status_name(st));
     }
     return err;
 }

@@ -85,8 +85,7 @@ static int copy_in(void *buf, ptrdiff_t lo, size_t len, host_copy_t *s, void **u
         s->host = malloc(len);
     }
     if (NULL == s->host) {
-        opal_output(mca_coll_strata_component.output,
-                    "coll:strata: cannot allocate %zu bytes to stage a device buffer", len);
+        mca_coll_strata_warn("staging failed", "cannot allocate %zu bytes to stage a device buffer", len);
         return MPI_ERR_NO_MEM;
     }
     s->dev = (char *) buf;

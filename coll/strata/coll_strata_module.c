@@ -163,7 +163,7 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
     (void) enable_progress_threads;
     (void) enable_mpi_threads;
     if (!mca_coll_strata_runtime_series_ok(why, sizeof why)) {
-        opal_output(0, "coll:strata: declining: %s", why);
+        mca_coll_strata_warn("wrong series", "declining: %s", why);
         return OMPI_ERR_NOT_SUPPORTED;
     }
     say_if_idle();

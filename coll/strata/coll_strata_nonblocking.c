@@ -131,7 +131,8 @@ static void start_progress(void)
             __atomic_store_n(&progress_thread_on, 1, __ATOMIC_RELEASE);
             if (0 != pthread_create(&progress_thread, NULL, progress_thread_main, NULL)) {
                 progress_thread_on = 0;
-                opal_output(mca_coll_strata_component.output, "coll:strata: cannot start the progress thread");
+                mca_coll_strata_warn("progress thread", "cannot start the progress thread (coll_strata_progress_thread): "
+                                     "nonblocking calls advance in MPI calls");
             }
         }
     }

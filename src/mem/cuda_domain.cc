@@ -123,9 +123,10 @@ public:
             return false;
         static std::atomic<bool> said{false};
         if (!said.exchange(true))
-            log(0, "buffer %p belongs to a CUDA context of the application's own (cuCtxCreate), not GPU %d's "
-                   "primary context that strata works in: calls copy such buffers through strata's memory",
-                p, device_);
+            warn("foreign cuda context", "buffer %p belongs to a CUDA context of the application's own (cuCtxCreate), "
+                                         "not GPU %d's primary context that strata works in: calls copy such buffers "
+                                         "through strata's memory",
+                 p, device_);
         return true;
     }
 
@@ -268,7 +269,7 @@ public:
         Scope scope(*this);
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFree(reinterpret_cast<cu::CUdeviceptr>(p));
-        if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFree", rc).c_str());
+        if (rc != cu::SUCCESS) warn("cuda error", "%s", d_.error("cuMemFree", rc).c_str());
         Usage &u = usage();
         std::lock_guard<std::mutex> g(u.mu);
         auto it = u.sizes.find(p);
@@ -285,7 +286,7 @@ public:
         // Portable: usable by every context, whichever GPU a later call is on.
         const cu::CUresult rc = d_.MemHostAlloc(p, bytes ? bytes : 64, cu::MEMHOSTALLOC_PORTABLE);
         if (rc != cu::SUCCESS) {
-            log(0, "%s", d_.error("cuMemHostAlloc", rc).c_str());
+            warn("cuda error", "%s", d_.error("cuMemHostAlloc", rc).c_str());
             *p = nullptr;
             return STRATA_ERR_NOMEM;
         }
@@ -298,7 +299,7 @@ public:
         Scope scope(*this);
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.MemFreeHost(p);
-        if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuMemFreeHost", rc).c_str());
+        if (rc != cu::SUCCESS) warn("cuda error", "%s", d_.error("cuMemFreeHost", rc).c_str());
         --usage().pinned_host;
     }
 
@@ -359,7 +360,7 @@ public:
         Scope scope(*this);
         if (scope.status() != STRATA_OK) return;
         const cu::CUresult rc = d_.IpcCloseMemHandle(reinterpret_cast<cu::CUdeviceptr>(p));
-        if (rc != cu::SUCCESS) log(0, "%s", d_.error("cuIpcCloseMemHandle", rc).c_str());
+        if (rc != cu::SUCCESS) warn("cuda error", "%s", d_.error("cuIpcCloseMemHandle", rc).c_str());
         --usage().ipc_mapped;
     }
 
@@ -431,7 +432,7 @@ private:
                 d_.LaunchKernel(f, blocks, 1, 1, kern::kThreads, 1, 1, 0, stream_, params, nullptr);
             if (rc != cu::SUCCESS) {
                 const std::string call = std::string("cuLaunchKernel ") + kern::kKernels[k].name;
-                log(0, "%s reduce: %s", name_, d_.error(call.c_str(), rc).c_str());
+                warn("cuda error", "%s reduce: %s", name_, d_.error(call.c_str(), rc).c_str());
                 return STRATA_ERR_DEVICE;
             }
         }
@@ -449,13 +450,14 @@ private:
         if (module_ == nullptr && (rc = d_.ModuleLoadData(&module_, strata_cuda_fatbin)) != cu::SUCCESS) {
             module_ = nullptr;
             load_failed_ = true;
-            log(0, "%s: loading the reduction kernels (%zu-byte fatbin): %s", name_, strata_cuda_fatbin_size,
-                d_.error("cuModuleLoadData", rc).c_str());
+            warn("reduction kernels unavailable", "%s: loading the reduction kernels (%zu-byte fatbin): %s", name_,
+                 strata_cuda_fatbin_size, d_.error("cuModuleLoadData", rc).c_str());
             return STRATA_ERR_DEVICE;
         }
         if ((rc = d_.ModuleGetFunction(f, module_, kern::kKernels[k].name)) != cu::SUCCESS) {
             *f = nullptr;
-            log(0, "%s: kernel %s: %s", name_, kern::kKernels[k].name, d_.error("cuModuleGetFunction", rc).c_str());
+            warn("reduction kernels unavailable", "%s: kernel %s: %s", name_, kern::kKernels[k].name,
+                 d_.error("cuModuleGetFunction", rc).c_str());
             return STRATA_ERR_DEVICE;
         }
         fns_[k].store(*f, std::memory_order_release);
@@ -477,10 +479,10 @@ private:
             return false;
         ctx_ = cur;
         refuse_kernels();
-        log(0, "GPU path off: GPU %d is in exclusive-process compute mode and this process's context on it is "
-               "the application's own, not the primary one (%s); strata copies in that context and device "
-               "buffers are staged through host memory",
-            device_, d_.error("cuDevicePrimaryCtxRetain", rc).c_str());
+        warn("exclusive process", "GPU path off: GPU %d is in exclusive-process compute mode and this process's "
+                                  "context on it is the application's own, not the primary one (%s); strata copies "
+                                  "in that context and device buffers are staged through host memory",
+             device_, d_.error("cuDevicePrimaryCtxRetain", rc).c_str());
         return true;
     }
 
@@ -491,7 +493,7 @@ private:
 
     Status device_error(const char *call, cu::CUresult rc) const {
         const std::string e = std::string(name_) + ": " + d_.error(call, rc);
-        log(DeviceErrors::keep(e) ? 3 : 0, "%s", e.c_str());
+        DeviceErrors::keep(e) ? log(3, "%s", e.c_str()) : warn("cuda error", "%s", e.c_str());
         return STRATA_ERR_DEVICE;
     }
 
@@ -599,7 +601,7 @@ MemDomain *cuda_domain(int device, std::string *why) {
         const std::string mismatch = cuda_driver_mismatch(version);
         if (!mismatch.empty()) {
             static std::atomic<bool> said{false};
-            if (!said.exchange(true)) log(0, "%s", mismatch.c_str());
+            if (!said.exchange(true)) warn("old cuda driver", "%s", mismatch.c_str());
         }
         auto *dom = new CudaDomain(*d, device);
         if (dom->init(&failed[device])) {

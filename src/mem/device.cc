@@ -21,7 +21,8 @@ Status device_domain_of(const void *ptr, MemDomain **dom) {
     std::string why;
     *dom = device_domain(device, &why);
     if (*dom == nullptr) {
-        log(0, "buffer %p is memory of GPU %d, but its domain is unavailable: %s", ptr, device, why.c_str());
+        warn("gpu domain unavailable", "buffer %p is memory of GPU %d, but its domain is unavailable: %s", ptr, device,
+             why.c_str());
         return STRATA_ERR_DEVICE;
     }
     return STRATA_OK;
