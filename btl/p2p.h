@@ -46,7 +46,8 @@ public:
     virtual void progress() {}
     // Whether isend/irecv take GPU memory (else a device team wraps it in the bounce channel).
     virtual bool device_capable() const { return false; }
-    virtual const char *name() const = 0;
+    // For logs ("point-to-point over ucx").
+    virtual const char *name() const { return "a channel"; }
 };
 
 class TransportChannel : public P2PChannel {
