@@ -321,7 +321,9 @@ Status Team::setup_channel(int kind, int first_why, const std::string &why) {
                 rank_, k.name, made_why.c_str());
         return STRATA_OK;
     }
-    if (rank_ == 0) log(1, "point-to-point over the %s channel (team %u)", k.name, team_id_);
+    if (rank_ == 0)
+        log(1, "point-to-point over the %s channel (team %u; it %s device memory)", k.name, team_id_,
+            chan_->device_capable() ? "takes" : "does not take");
     return STRATA_OK;
 }
 
