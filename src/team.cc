@@ -195,11 +195,12 @@ Status Team::ensure_setup(bool blocking_call) {
     setup_ = Setup::Ready;
     post_inbox();
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
-           "point-to-point over %s, schedules in %s memory%s",
+           "schedules in %s memory%s, point-to-point over %s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
-        segment_bytes(), channel().name(), device() ? "GPU" : "host",
+        segment_bytes(), device() ? "GPU" : "host",
         !device() ? "" : direct_ ? ", device memory to point-to-point directly"
-                                 : ", point-to-point staged through host");
+                                 : ", point-to-point staged through host",
+        channel().name());
     return STRATA_OK;
 }
 
