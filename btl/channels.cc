@@ -2,8 +2,9 @@
 // btl/channels.cc - the registry of point-to-point channel kinds (see channels.h).
 #include "btl/channels.h"
 
-#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace strata {
 
@@ -18,7 +19,11 @@ std::unique_ptr<P2PChannel> transport_make(const ChannelFacts &f, const ChannelS
 const ChannelKind kTransportKind = {"transport", "the glue's transport (Open MPI: the PML on the communicator)",
                                     true, transport_can_connect, transport_make};
 
-std::atomic<uint32_t> g_next_team_id{1};
+std::mutex g_ids_mu;
+std::set<uint32_t> g_live_ids;  // claimed by live teams
+uint32_t g_next_id = 1;         // ids are taken in order, wrapping at kTeamIds
+
+uint32_t after(uint32_t id) { return id + 1 < kTeamIds ? id + 1 : 1; }
 
 }  // namespace
 
@@ -64,12 +69,23 @@ int choose_channel(const char *setting, const ChannelFacts &facts, std::string *
     return 0;
 }
 
-uint32_t next_team_id() { return g_next_team_id.load(); }
+uint32_t next_team_id() {
+    std::lock_guard<std::mutex> g(g_ids_mu);
+    uint32_t id = g_next_id;
+    while (g_live_ids.count(id) && g_live_ids.size() < kTeamIds - 1) id = after(id);
+    return id;
+}
 
-void team_id_taken(uint32_t id) {
-    uint32_t cur = g_next_team_id.load();
-    while (cur <= id && !g_next_team_id.compare_exchange_weak(cur, id + 1)) {
-    }
+bool claim_team_id(uint32_t id) {
+    std::lock_guard<std::mutex> g(g_ids_mu);
+    if (id == 0 || id >= kTeamIds || !g_live_ids.insert(id).second) return false;
+    g_next_id = after(id);
+    return true;
+}
+
+void release_team_id(uint32_t id) {
+    std::lock_guard<std::mutex> g(g_ids_mu);
+    g_live_ids.erase(id);
 }
 
 }  // namespace strata

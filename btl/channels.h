@@ -62,11 +62,16 @@ int channel_kind_index(const char *setting);
 // The kind this rank would use: the one the setting names if it can connect here,
 // or for "auto" the first in the table (in_auto) that can; else 0, and *why says why.
 int choose_channel(const char *setting, const ChannelFacts &facts, std::string *why);
-// Team ids for channels that share process-wide state among teams (one UCX worker):
-// setup agrees on the largest next_team_id() of the team's ranks, and each rank then
-// calls team_id_taken() with it, so no two teams of a process ever have one id.
+// Team ids, for channels that share process-wide state among teams (one UCX worker),
+// 1 .. kTeamIds - 1. Setup proposes the largest next_team_id() of the team's ranks;
+// each rank claims it (false: a live team of this process holds it, one set up at the
+// same time on another thread) and the ranks agree that all of them could, else they
+// propose again. A claimed id is released when its team ends, and no two live teams
+// of a process hold one.
+constexpr uint32_t kTeamIds = 1u << 22;
 uint32_t next_team_id();
-void team_id_taken(uint32_t id);
+bool claim_team_id(uint32_t id);
+void release_team_id(uint32_t id);
 
 }  // namespace strata
 

@@ -26,14 +26,14 @@ namespace strata {
 
 namespace {
 
-// Tag: team id (22 bits) | sender's rank (20 bits) | strata's tag (22 bits).
+// Tag: team id (22 bits, channels.h) | sender's rank (20 bits) | strata's tag (22 bits).
 constexpr int kTagBits = 22, kRankBits = 20;
 static_assert(STRATA_TAG_SPACE <= (1 << kTagBits), "strata's tags fit the UCX tag");
-constexpr uint32_t kTeamIds = 1u << (64 - kTagBits - kRankBits);
+static_assert(kTeamIds <= (uint64_t(1) << (64 - kTagBits - kRankBits)), "team ids fit the UCX tag");
 constexpr double kCloseSeconds = 2;  // closing the endpoints, in all; a cancelled receive
 
 ucp_tag_t ucx_tag(uint32_t team, int rank, int tag) {
-    return (ucp_tag_t(team % kTeamIds) << (kTagBits + kRankBits)) | (ucp_tag_t(rank) << kTagBits) | ucp_tag_t(tag);
+    return (ucp_tag_t(team) << (kTagBits + kRankBits)) | (ucp_tag_t(rank) << kTagBits) | ucp_tag_t(tag);
 }
 
 double seconds() {

@@ -254,7 +254,9 @@ private:
     // The channel kind every rank agreed on (kind; first_why: the lowest rank that could
     // not have the one the setting asked for, which says why), connected on every rank
     // or, failing that anywhere, the transport channel everywhere.
-    Status setup_channel(int kind, int first_why, const std::string &why);
+    Status setup_channel(int kind, uint32_t team_id, int first_why, const std::string &why);
+    Status claim_id(uint32_t proposed);  // team_id_: agreed and claimed on every rank (0: none)
+    void drop_channel();                 // back to the wire, the id released
     // Moves the team's messages to a communicator of their own (strata_transport_t::
     // open_private), once, at a blocking call: every later message is out of reach of
     // anything else the job sends. A no-op where the transport has none.
@@ -281,7 +283,7 @@ private:
     TransportChannel wire_;
     Agreements agree_;  // over wire_: setup, the GPU question, coll_strata_check_args
     std::unique_ptr<P2PChannel> chan_;       // the registry's channel, when not the wire
-    uint32_t team_id_ = 0;                   // agreed at setup (ChannelSetup::team)
+    uint32_t team_id_ = 0;                   // claimed at setup for chan_ (ChannelSetup::team; 0: none)
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;
