@@ -513,12 +513,11 @@ static int mca_coll_strata_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->host_handback);
     (void) mca_base_component_var_register(c, "p2p_channel",
-        "The point-to-point channel strata's schedules send over between nodes (and "
-        "between ranks where they do not share memory): transport (the PML on the "
-        "communicator), ucx (UCX's tag API, its own worker; built when configure found "
-        "UCX) or auto (today: transport). Every rank of a communicator must be able to "
-        "connect the channel asked for, else the communicator uses transport (said at "
-        "verbose 1)",
+        "The point-to-point channel strata's schedules send over between nodes: "
+        "transport (the PML on the communicator), ucx (UCX's tag API through a UCX "
+        "worker of strata's own; built when configure found UCX) or auto (today: "
+        "transport). Every rank of a communicator must ask for the same channel and be "
+        "able to start it, else the communicator uses transport (said at verbose 1)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->p2p_channel);
     (void) mca_base_component_var_register(c, "rules_file",
