@@ -10,8 +10,8 @@
 //    the inner send starts, the host-to-device copy after the inner receive ends.
 //    Messages are independent requests, so one message's copy overlaps another's
 //    transfer (a pipeline's segments are separate messages).
-// A new channel (UCX, GPUDirect RDMA puts) implements this interface; the team picks
-// the channel its schedules run over (Team::p2p).
+// Channels of other kinds (UCX: btl/ucx_channel.cc) implement this interface and are
+// registered in btl/channels.h, which the team asks which one its schedules run over.
 #ifndef STRATA_BTL_P2P_H
 #define STRATA_BTL_P2P_H
 
@@ -44,6 +44,10 @@ public:
     // Moves the transfers on. test() only looks (a transport may leave progress to
     // this); whoever waits on test() calls this between its rounds of tests.
     virtual void progress() {}
+    // Whether isend/irecv take GPU memory (else a device team wraps it in the bounce channel).
+    virtual bool device_capable() const { return false; }
+    // For logs ("point-to-point over ucx").
+    virtual const char *name() const { return "a channel"; }
 };
 
 class TransportChannel : public P2PChannel {
@@ -57,6 +61,8 @@ public:
     void progress() override {
         if (tp_.progress) tp_.progress(tp_.ctx);
     }
+    bool device_capable() const override { return tp_.device_capable != 0; }
+    const char *name() const override { return "transport"; }
 
 private:
     strata_transport_t tp_;
@@ -74,6 +80,7 @@ public:
     Status test(void *req, bool *done) override;
     void cancel(void *req, bool recv) override;
     void progress() override { inner_.progress(); }
+    const char *name() const override { return "bounce"; }
 
 private:
     struct Buf {

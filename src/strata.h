@@ -167,6 +167,8 @@ typedef struct strata_config {
     int host_handback;              /* host-memory teams: the built-in host rules hand small calls back (rules.h) */
     int opt_out;                    /* this rank's communicator says strata=off (info key): setup agrees, and
                                        every rank hands its calls back when any rank opted out */
+    const char *p2p_channel;        /* point-to-point channel kind (btl/channels.h): "transport", "ucx";
+                                       NULL or "auto": the built-in choice (the transport) */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */

@@ -14,6 +14,7 @@ namespace strata {
 
 namespace {
 constexpr uint64_t kSetupTagSub = 4095;
+constexpr uint64_t kChannelTagSub = 4093;
 constexpr int kReleaseWaitSeconds = 2;
 }  // namespace
 
@@ -37,6 +38,7 @@ Team::~Team() {
     if (setup_ == Setup::Ready && device_tries_ == 0 && layout_.my_local_size() > 1)
         node_.keep_segment(layout_.my_local(), host_region_bytes(), cfg_.shm_dir);
     release_device();
+    drop_channel();
 }
 
 // A peer that has not unmapped this rank's GPU region within kReleaseWaitSeconds
@@ -158,12 +160,22 @@ Status Team::ensure_setup(bool blocking_call) {
     // The same round agrees on expect_same(): [1] the lowest rank not ok, then the
     // value in three pieces of at most 31 bits, each as its minimum and (INT_MAX -
     // piece) as its maximum; equal everywhere when every minimum is its maximum.
-    int agreed[8] = {first_failed, same_ok_ ? INT_MAX : rank_};
+    // And on the point-to-point channel (btl/channels.h): [8] and [9] the kind each
+    // rank would use, as minimum and maximum; [10] the lowest rank that could not have
+    // the one its setting named; [11] the team's id, as a maximum.
+    const ChannelFacts facts{rank_, size_, &tp_};
+    std::string chan_why;
+    const int kind = choose_channel(cfg_.p2p_channel, facts, &chan_why);
+    int agreed[12] = {first_failed, same_ok_ ? INT_MAX : rank_};
     for (int i = 0; i < 3; ++i) {
         agreed[2 + i] = int((same_value_ >> (31 * i)) & 0x7fffffff);
         agreed[5 + i] = INT_MAX - agreed[2 + i];
     }
-    const Status agreed_st = agree_.min(agreed, 8, waiter(), "shared memory and settings", &why);
+    agreed[8] = kind;
+    agreed[9] = INT_MAX - kind;
+    agreed[10] = chan_why.empty() ? INT_MAX : rank_;
+    agreed[11] = INT_MAX - int(next_team_id());
+    const Status agreed_st = agree_.min(agreed, 12, waiter(), "shared memory and settings", &why);
     node_.unlink();  // every local peer has attached or given up by now
     if (agreed_st != STRATA_OK) return setup_failed(agreed_st, why);
     first_failed = agreed[0];
@@ -171,17 +183,27 @@ Status Team::ensure_setup(bool blocking_call) {
     same_everywhere_ = first_not_ok_ == INT_MAX;
     for (int i = 0; i < 3; ++i) same_everywhere_ = same_everywhere_ && agreed[2 + i] == INT_MAX - agreed[5 + i];
     if (first_failed != INT_MAX) return shm_fell_back(first_failed, local);
+    const bool one_kind = agreed[8] == INT_MAX - agreed[9];
+    int first_why = agreed[10];
+    if (!one_kind && first_why == INT_MAX) {  // every rank has its kind: the settings differ
+        first_why = 0;
+        chan_why = "the ranks' coll_strata_p2p_channel settings name different channels";
+    }
+    const uint32_t team_id = uint32_t(INT_MAX - agreed[11]);
+    if (const Status st = setup_channel(one_kind ? agreed[8] : 0, team_id, first_why, chan_why); st != STRATA_OK)
+        return st;
     // (STRATA_FALLBACK too: a GPU team whose GPU path failed and whose node could not
     // then spare the host slots)
     if (const Status st = agree_device(gpu_ranks == size_); st != STRATA_OK) return st;
     setup_ = Setup::Ready;
     post_inbox();
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
-           "schedules in %s memory%s",
+           "schedules in %s memory%s, point-to-point over %s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
         segment_bytes(), device() ? "GPU" : "host",
         !device() ? "" : direct_ ? ", device memory to point-to-point directly"
-                                 : ", point-to-point staged through host");
+                                 : ", point-to-point staged through host",
+        channel().name());
     return STRATA_OK;
 }
 
@@ -245,25 +267,103 @@ Status Team::agree_device(bool gpu_everywhere) {
     }
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
-    int cache_on = node_.ipc().enabled() ? 1 : 0;
-    if (const Status st = agree_.min(&cache_on, 1, waiter(), "IPC cache", &why); st != STRATA_OK) {
+    // The same round agrees whether the channel takes device memory on every rank.
+    int on[2] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0};
+    if (const Status st = agree_.min(on, 2, waiter(), "IPC cache", &why); st != STRATA_OK) {
         release_device();
         return setup_failed(st, why);
     }
+    const int cache_on = on[0];
+    const bool capable = on[1] != 0;
     if (!cache_on && node_.ipc().enabled()) {
         log(1, "coll_strata_ipc_cache_size is 0 on another rank: node peers' buffers are copied, not mapped");
         node_.ipc().set_capacity(0);
     }
     const int t = cfg_.device_transport;
-    direct_ = t == STRATA_DEVICE_TRANSPORT_DIRECT || (t == STRATA_DEVICE_TRANSPORT_AUTO && tp_.device_capable);
-    if (direct_ && !tp_.device_capable) {
+    direct_ = t == STRATA_DEVICE_TRANSPORT_DIRECT || (t == STRATA_DEVICE_TRANSPORT_AUTO && capable);
+    if (direct_ && !capable) {
         direct_ = false;
         if (rank_ == 0)
-            warn("direct transport unavailable", "coll_strata_device_transport=direct, but the point-to-point layer "
-                                                 "is not CUDA-aware: staging through host instead");
+            warn("direct transport unavailable",
+                 "coll_strata_device_transport=direct, but the point-to-point channel (%s) is not CUDA-aware on "
+                 "every rank: staging through host instead",
+                 channel().name());
     }
-    if (!direct_) bounce_.reset(new BounceChannel(wire_, *dom_));
+    if (!direct_) bounce_.reset(new BounceChannel(channel(), *dom_));
     return STRATA_OK;
+}
+
+// Every rank makes the agreed kind's channel (collective: it connects over the wire)
+// and every rank agrees that all of them could; where one could not, the team keeps
+// the transport channel everywhere, and the lowest rank that failed says why.
+Status Team::setup_channel(int kind, uint32_t team_id, int first_why, const std::string &why) {
+    if (kind == 0) {
+        if (first_why == rank_)
+            log(1, "%s; the point-to-point channel is the transport on every rank of this communicator",
+                why.c_str());
+        return STRATA_OK;
+    }
+    const ChannelKind &k = channel_kind(kind);
+    if (const Status st = claim_id(team_id); st != STRATA_OK || team_id_ == 0) return st;
+    const ChannelFacts facts{rank_, size_, &tp_};
+    Status st = STRATA_OK;
+    std::string made_why;
+    chan_ = k.make(facts, ChannelSetup{wire_, control_tag(kChannelTagSub), team_id_, waiter()}, &st, &made_why);
+    if (st == STRATA_ERR_TIMEOUT) {  // waiting for a peer's address: no agreement can follow
+        drop_channel();
+        return setup_failed(st, made_why);
+    }
+    int first_failed = chan_ ? INT_MAX : rank_;
+    std::string agree_why;
+    if (const Status a = agree_.min(&first_failed, 1, waiter(), "point-to-point channel", &agree_why); a != STRATA_OK) {
+        drop_channel();
+        return setup_failed(a, agree_why);
+    }
+    if (first_failed != INT_MAX) {
+        drop_channel();
+        if (first_failed == rank_)
+            warn("channel unavailable",
+                 "rank %d could not connect the %s channel (%s); the point-to-point channel is the transport on "
+                 "every rank of this communicator",
+                 rank_, k.name, made_why.c_str());
+        return STRATA_OK;
+    }
+    if (rank_ == 0)
+        log(1, "point-to-point over the %s channel (team %u; it %s device memory)", k.name, team_id_,
+            chan_->device_capable() ? "takes" : "does not take");
+    return STRATA_OK;
+}
+
+// Every rank claims the proposed team id and they agree that all could; where one
+// could not (a team of its process set up meanwhile on another thread took it), they
+// release it and agree on the next proposal, up to kIdRounds times, then keep the
+// transport channel (team_id_ stays 0).
+Status Team::claim_id(uint32_t proposed) {
+    constexpr int kIdRounds = 8;
+    for (int round = 0; round < kIdRounds; ++round) {
+        const bool claimed = claim_team_id(proposed);
+        int v[2] = {claimed ? 1 : 0, INT_MAX - int(next_team_id())};
+        std::string why;
+        const Status st = agree_.min(v, 2, waiter(), "point-to-point channel's team id", &why);
+        if (st == STRATA_OK && v[0] == 1) {
+            team_id_ = proposed;
+            return STRATA_OK;
+        }
+        if (claimed) release_team_id(proposed);
+        if (st != STRATA_OK) return setup_failed(st, why);
+        proposed = uint32_t(INT_MAX - v[1]);
+    }
+    if (rank_ == 0)
+        log(1, "no team id free on every rank after %d tries: the point-to-point channel is the transport",
+            kIdRounds);
+    return STRATA_OK;
+}
+
+void Team::drop_channel() {
+    bounce_.reset();
+    chan_.reset();
+    if (team_id_ != 0) release_team_id(team_id_);
+    team_id_ = 0;
 }
 
 // This rank's GPU domain and stage region, exported to and mapped from every local

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "btl/channels.h"
 #include "btl/exchange.h"
 #include "btl/node_channel.h"
 #include "btl/p2p.h"
@@ -95,7 +96,8 @@ public:
     static constexpr uint64_t kTagCalls = STRATA_TAG_SPACE / kTagSubs - 1;
     static int control_tag(int sub) { return int((kTagCalls << 12) | uint64_t(sub)); }
     // Sub-tags of the control slot: failure notices 0 (team_calls.cc), agreements
-    // 1 .. Agreements::kTags, GPU regions 4094 and the shared segment's name 4095 (team.cc).
+    // 1 .. Agreements::kTags, the point-to-point channel's setup 4093, GPU regions 4094
+    // and the shared segment's name 4095 (team.cc).
     static constexpr int kAgreeSub = 1;
 
     // ---- one call (src/team_calls.cc)
@@ -191,11 +193,14 @@ public:
     // its buffers that are not of that kind (copies.h).
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
-    // Point-to-point channels (btl/p2p.h): wire() is the glue's transport, for host
-    // memory; p2p() is what the team's schedules send over: on a device team whose
-    // point-to-point layer cannot touch GPU memory, the bounce channel over the wire.
+    // Point-to-point channels (btl/p2p.h): wire() is the glue's transport, which setup,
+    // agreements and failure notices use; channel() is the kind setup chose from the
+    // registry (btl/channels.h; the wire itself unless another was chosen); p2p() is
+    // what the team's schedules send over: on a device team whose channel cannot touch
+    // GPU memory, the bounce channel over it.
     P2PChannel &wire() { return wire_; }
-    P2PChannel &p2p() { return bounce_ ? static_cast<P2PChannel &>(*bounce_) : wire_; }
+    P2PChannel &channel() { return chan_ ? *chan_ : static_cast<P2PChannel &>(wire_); }
+    P2PChannel &p2p() { return bounce_ ? static_cast<P2PChannel &>(*bounce_) : channel(); }
 
     // Whether a call of `bytes` (the call's size, the same on every rank) reads node
     // peers' buffers in place where it can: on a device team with the IPC cache on and
@@ -246,6 +251,12 @@ private:
     int shm_failure_mark(Status local) const;
     Status shm_fell_back(int first_failed, Status local);
     Status agree_device(bool gpu_everywhere);
+    // The channel kind every rank agreed on (kind; first_why: the lowest rank that could
+    // not have the one the setting asked for, which says why), connected on every rank
+    // or, failing that anywhere, the transport channel everywhere.
+    Status setup_channel(int kind, uint32_t team_id, int first_why, const std::string &why);
+    Status claim_id(uint32_t proposed);  // team_id_: agreed and claimed on every rank (0: none)
+    void drop_channel();                 // back to the wire, the id released
     // Moves the team's messages to a communicator of their own (strata_transport_t::
     // open_private), once, at a blocking call: every later message is out of reach of
     // anything else the job sends. A no-op where the transport has none.
@@ -271,6 +282,8 @@ private:
     bool direct_ = false;       // device pointers go straight to point-to-point
     TransportChannel wire_;
     Agreements agree_;  // over wire_: setup, the GPU question, coll_strata_check_args
+    std::unique_ptr<P2PChannel> chan_;       // the registry's channel, when not the wire
+    uint32_t team_id_ = 0;                   // claimed at setup for chan_ (ChannelSetup::team; 0: none)
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;

@@ -89,6 +89,7 @@ Status Team::run_call(Call &call) {
     while (st == STRATA_OK) {
         st = call.progress(&finished, &idle);
         if (st != STRATA_OK || finished) break;
+        if (idle) call.p2p_->progress();  // the call's channel (not only the transport)
         if (idle) progress_others();
     }
     call.started_ = false;
@@ -154,6 +155,7 @@ int Team::progress_queue(bool *idle) {
         for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
             st = c.progress(&finished, &call_idle, &moved);
         if (st == STRATA_OK && !finished) {
+            if (call_idle) c.p2p_->progress();  // the call's channel (not only the transport)
             *idle = call_idle;
             break;
         }

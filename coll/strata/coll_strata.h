@@ -41,6 +41,7 @@ typedef struct mca_coll_strata_component_t {
     int lazy_calls;         /* small calls a new communicator hands back before setup */
     bool setup_at_creation; /* set a communicator up when it is made */
     bool host_handback;     /* host-memory teams: built-in host rules hand small calls back */
+    char *p2p_channel;      /* point-to-point channel kind (btl/channels.h): auto, transport, ucx */
     bool progress_thread;   /* a thread progresses nonblocking calls (MPI_THREAD_MULTIPLE) */
 
     int output;     /* opal_output stream, verbosity = verbose */

@@ -334,6 +334,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->lazy_calls = d->lazy_calls;
     cs->setup_at_creation = 0 != d->setup_at_creation;
     cs->host_handback = 0 != d->host_handback;
+    cs->p2p_channel = (char *) (NULL != d->p2p_channel ? d->p2p_channel : "auto");   /* copied, as shm_dir */
     mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
 }
 
@@ -515,6 +516,14 @@ static int mca_coll_strata_register(void)
         "<collective>_algorithm setting decides first. false: strata serves them",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->host_handback);
+    (void) mca_base_component_var_register(c, "p2p_channel",
+        "The point-to-point channel strata's schedules send over between nodes: "
+        "transport (the PML on the communicator), ucx (UCX's tag API through a UCX "
+        "worker of strata's own; built when configure found UCX) or auto (today: "
+        "transport). Every rank of a communicator must ask for the same channel and be "
+        "able to start it, else the communicator uses transport (said at verbose 1)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->p2p_channel);
     (void) mca_base_component_var_register(c, "rules_file",
         "A file of rules that choose each collective's algorithm by message size, number of "
         "nodes, ranks per node and memory (host or device), one rule per line, the first "
@@ -602,6 +611,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->lazy_calls = cs->lazy_calls;
     cfg->setup_at_creation = cs->setup_at_creation ? 1 : 0;
     cfg->host_handback = cs->host_handback ? 1 : 0;
+    cfg->p2p_channel = (NULL != cs->p2p_channel && '\0' != cs->p2p_channel[0]) ? cs->p2p_channel : NULL;
     cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])
                           ? mca_coll_strata_rules_file : NULL;
 }
