@@ -156,8 +156,8 @@ public:
 
     // The schedule ran to completion: raises this rank's flags to the end of the call
     // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size, type,
-    // op or root (or, alltoallv, pair sizes inside the node that differ); on a team of
-    // several nodes it fails the call, so that the other nodes' ranks hear of it.
+    // op or root (or, alltoallv, pair sizes inside the node that differ), and fails
+    // the call (fail_call), so that every rank hands the next one back.
     // Called once every node peer has begun the call (signed_in).
     Status end_call();
     // Every node peer has published its signature of the current call (begun it), so

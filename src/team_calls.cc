@@ -14,8 +14,8 @@
 //    signatures node peers publish (kFlagSig): STRATA_ERR_TRUNCATE, not a silent
 //    wrong answer. A rank ends a call only once every node peer has published its
 //    signature of it (begun it), so no rank of a node returns success from a call
-//    that its node peers passed differently. On a team of several nodes a mismatch
-//    fails the call (below), so that ranks of other nodes still in it fail too.
+//    that its node peers passed differently. A mismatch fails the call (below), so
+//    that ranks of other nodes still in it fail too.
 //    The next call starts once every node peer has ended this one.
 //  - Failures. A rank that cannot finish a call (bad argument, out of memory, driver
 //    error, deadline) does not raise its flags: it writes the call's number into its
@@ -330,12 +330,11 @@ Status Team::end_call() {
     const std::string why =
         differs >= 0 ? "rank " + std::to_string(differs) + " passed a different count, datatype, op or root than this rank"
                      : std::string("the ranks of this node passed send and receive counts that differ by pair");
-    // Ranks of other nodes may still be in the call (or wait for what a node peer
-    // never sends): they hear of it as of any failure, and the team serves no more
-    // calls (messages of this call may be in flight). On one node every rank finds it here.
-    if (layout_.nnodes() > 1) return fail_call(STRATA_ERR_TRUNCATE, why);
-    last_error_ = where() + ": " + why;
-    return STRATA_ERR_TRUNCATE;
+    // A failure, as any other: ranks of other nodes may still be in the call (or wait
+    // for what a node peer never sends) and hear of it; a node peer may have failed it
+    // already (it received more than it expected) and hands the next call back, so
+    // every rank of the node must (a nonblocking call cannot follow it there later).
+    return fail_call(STRATA_ERR_TRUNCATE, why);
 }
 
 Status Team::fail_call(Status st, const std::string &why, uint64_t call) {
