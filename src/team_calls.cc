@@ -321,12 +321,17 @@ Status Team::end_call() {
     const int me = layout_.my_local(), node = layout_.my_node();
     int differs = -1;      // a node peer whose signature differs
     uint32_t sum = 0;      // alltoallv: the node's per-pair sums, and L x the signature
+    bool all = true;       // every node peer's signature is of this call (signed_in)
     for (int r = 0; r < layout_.my_local_size(); ++r) {
         const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
+        if ((v >> 32) != (call_seq_ & 0xffffffffu)) {
+            all = false;
+            continue;
+        }
         sum += uint32_t(v) - sig_;
         if (r != me && !sums_pairs_ && uint32_t(v) != sig_ && differs < 0) differs = layout_.rank_at(node, r);
     }
-    if (differs < 0 && !(sums_pairs_ && sum != 0)) return STRATA_OK;
+    if (differs < 0 && !(sums_pairs_ && all && sum != 0)) return STRATA_OK;
     const std::string why =
         differs >= 0 ? "rank " + std::to_string(differs) + " passed a different count, datatype, op or root than this rank"
                      : std::string("the ranks of this node passed send and receive counts that differ by pair");
