@@ -91,7 +91,9 @@ static shape_t shape_of(size_t bytes)
     return s;
 }
 
-static int *rcounts;   /* reduce_scatter: all equal */
+static int *rcounts;   /* reduce_scatter, alltoallv: all equal */
+static int *displs;    /* alltoallv: r * count */
+static int vcounts = 0;   /* -c alltoallv: alltoall's blocks through MPI_Alltoallv */
 
 static void run_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
 {
@@ -104,7 +106,10 @@ static void run_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
     case C_ALLGATHER: MPI_Allgather(sb, c, dt, rb, c, dt, comm); break;
     case C_REDUCE_SCATTER: MPI_Reduce_scatter(sb, rb, rcounts, dt, ops[opi].op, comm); break;
     case C_REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(sb, rb, c, dt, ops[opi].op, comm); break;
-    case C_ALLTOALL: MPI_Alltoall(sb, c, dt, rb, c, dt, comm); break;
+    case C_ALLTOALL:
+        if (vcounts) MPI_Alltoallv(sb, rcounts, displs, dt, rb, rcounts, displs, dt, comm);
+        else MPI_Alltoall(sb, c, dt, rb, c, dt, comm);
+        break;
     }
 }
 
@@ -240,6 +245,7 @@ static void print_header(MPI_Comm ctl, double roof, int sharing, size_t used_at_
     free(hosts);
     const char *cn = "?";
     for (size_t k = 0; k < sizeof coll_names / sizeof coll_names[0]; k++) if (coll_names[k].id == coll) cn = coll_names[k].name;
+    if (vcounts) cn = "alltoallv";
     printf("# strata_bench: %s, %d ranks on %d host(s), %s buffers, warmup %d, iters %d\n",
            cn, nranks, nhosts, on_device ? "device" : "host", warmup, iters);
     if (!on_device) {
@@ -343,7 +349,8 @@ static void usage(void)
 {
     printf("usage: strata_bench [-c COLL] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
            "                    [-w WARMUP] [-n ITERS] [--single] [--no-check] [--device]\n"
-           "  -c  allreduce (default), allgather, reduce_scatter, reduce_scatter_block, bcast, alltoall, reduce\n"
+           "  -c  allreduce (default), allgather, reduce_scatter, reduce_scatter_block, bcast, alltoall, alltoallv (alltoall's\n"
+           "      blocks through MPI_Alltoallv), reduce\n"
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
@@ -368,6 +375,7 @@ int main(int argc, char **argv)
         if (!strcmp(s, "-c") && v) {
             for (size_t k = 0; k < sizeof coll_names / sizeof coll_names[0]; k++)
                 if (!strcmp(v, coll_names[k].name)) { coll = coll_names[k].id; found = 1; }
+            if (!strcmp(v, "alltoallv")) { coll = C_ALLTOALL; vcounts = found = 1; }
             bad |= !found; a++;
         } else if (bench_common_option(s, v, &a, &opts, &bad)) {
             /* -t -o -b -e -f -w -n --no-check --device: taken */
@@ -404,6 +412,7 @@ int main(int argc, char **argv)
         return st;
     }
     rcounts = malloc(sizeof(int) * nranks);
+    displs = malloc(sizeof(int) * nranks);
 
     int status = 0, sharing = 1;
     double roof = 0;
@@ -425,7 +434,7 @@ int main(int argc, char **argv)
     for (double b = (double)min_bytes; status == 0 && b <= (double)max_bytes * 1.0000001; b *= factor) {
         shape_t s = shape_of((size_t)b);
         if (s.count == 0) continue;
-        for (int r = 0; r < nranks; r++) rcounts[r] = (int)s.count;
+        for (int r = 0; r < nranks; r++) { rcounts[r] = (int)s.count; displs[r] = r * (int)s.count; }
         size_t es = (size_t)types[type].size;
         void *sb = bench_alloc(s.send_elems * es), *rb = bench_alloc(s.recv_elems * es);
         side_t ds = { cs, NULL, NULL }, db = { cb, NULL, NULL };
@@ -462,6 +471,7 @@ int main(int argc, char **argv)
         if (rank == 0) printf("# device memory in use at end: %zu bytes\n", devbuf_used_bytes());
     }
     free(rcounts);
+    free(displs);
     MPI_Comm_free(&cs);
     if (cb != MPI_COMM_NULL) MPI_Comm_free(&cb);
     MPI_Comm_free(&ctl);

@@ -36,11 +36,37 @@ struct Hash {
     }
 };
 
+// alltoallv's per-pair sizes: what rank i sends rank j must be what j receives from
+// i, which no rank can see alone. Each rank adds h(i, j, bytes) for its sends and
+// subtracts it for its receives, over the peers `among` takes; summed over those
+// ranks the terms cancel exactly where every pair agrees (else the sum is 0 by chance
+// only, 1 in 2^32). Summed by the agreement over all ranks, or by end_call over a
+// node's ranks with the pairs inside the node.
+template <typename Among>
+uint32_t pair_sig(const Team &team, const CollArgs &a, Among among) {
+    auto h = [](int from, int to, size_t bytes) {
+        Hash x;
+        x.add(uint64_t(from));
+        x.add(uint64_t(to));
+        x.add(bytes);
+        return uint32_t(x.h ^ (x.h >> 32));
+    };
+    uint32_t sum = 0;
+    const int me = team.rank();
+    for (int r = 0; r < team.size(); ++r) {
+        if (!among(r)) continue;
+        sum += h(me, r, a.send_counts[r]);
+        sum -= h(r, me, a.counts[r]);
+    }
+    return sum;
+}
+
 // The size of the call (count x type signature, per-rank sizes where MPI makes them
 // equal everywhere) and the rest that must match (type, op, root).
 void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t *size_sig, uint32_t *meta_sig) {
     Hash sz, meta;
     sz.add(uint64_t(coll));
+    sz.add(coll == STRATA_COLL_ALLTOALL && !a.uniform ? 1 : 0);  // alltoallv: its pairs are agreed apart
     const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
                          coll == STRATA_COLL_REDUCE;
     if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_REDUCE_SCATTER) {
@@ -339,8 +365,11 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);
     // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
+    const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
     if (blocking && team.config().check_args) {
-        const Status st = team.agree_call(coll, size_sig, meta_sig, args.local, args.why ? args.why : "");
+        const uint32_t all_pairs = pairs ? pair_sig(team, args, [](int) { return true; }) : 0;
+        const Status st = team.agree_call(coll, size_sig, meta_sig, pairs, all_pairs, args.local,
+                                          args.why ? args.why : "");
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
         if (st != STRATA_OK) return st;
     }
@@ -373,6 +402,11 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.mode = start.mode;
     info.coll = coll;
     info.sig = uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig;
+    if (pairs) {
+        const Layout &l = team.layout();
+        info.pairs = pair_sig(team, args, [&l](int r) { return l.node_of[size_t(r)] == l.my_node(); });
+    }
+    info.sums_pairs = pairs;
     info.alg = alg;
     info.alg_name = table.algorithms[alg].name;
     info.rule_line = rule_line;

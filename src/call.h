@@ -32,6 +32,8 @@ struct CallInfo {
     Mode mode = Blocking;
     strata_coll_t coll = STRATA_COLL_ALLREDUCE;
     uint32_t sig = 0;               // what MPI requires to match, hashed (Team::begin_call)
+    bool sums_pairs = false;        // alltoallv: node peers also sum `pairs` (Team::end_call)
+    uint32_t pairs = 0;             // this rank's part of the node's per-pair sizes (api.cc)
     int alg = -1;                   // position in the collective's table
     const char *alg_name = "";
     int rule_line = 0;              // the rules file's line that chose it (0: built-in)

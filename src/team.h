@@ -157,8 +157,15 @@ public:
     bool opening_private() const { return opening_private_.load(std::memory_order_acquire); }
 
     // The schedule ran to completion: raises this rank's flags to the end of the call
-    // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size.
+    // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size, type,
+    // op or root (or, alltoallv, pair sizes inside the node that differ), and fails
+    // the call (fail_call), so that every rank hands the next one back.
+    // Called once every node peer has begun the call (signed_in).
     Status end_call();
+    // Every node peer has published its signature of the current call (begun it), so
+    // that end_call compares them all: a rank that needs nothing from its peers (a
+    // bcast root) cannot end a mismatched call unchecked.
+    bool signed_in() const;
     // This rank fails the current call (begun or not): node peers see it in the shared
     // segment at once, ranks on other nodes by a notice; the team takes no more calls.
     // call: the number of the call that fails (0: the current one; a failure before
@@ -177,8 +184,10 @@ public:
     // coll_strata_check_args: every rank learns whether all passed the same size (else
     // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
     // had valid arguments (local: this rank's verdict), before anything moves.
-    Status agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, Status local,
-                      const std::string &why);
+    // pairs (alltoallv; the same on every rank once sizes agree): all_pairs, summed over
+    // the ranks, must be 0 (api.cc pair_sig), else STRATA_ERR_TRUNCATE.
+    Status agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs, uint32_t all_pairs,
+                      Status local, const std::string &why);
     const std::string &last_error() const { return last_error_; }
     const std::string &first_failure() const { return failure_; }
     // One round of waiting: the transport's progress (which moves the requests that
@@ -289,6 +298,12 @@ private:
     uint64_t call_seq_ = 0;
     strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages
     uint32_t sig_ = 0;
+    bool sums_pairs_ = false;  // CallInfo::sums_pairs of the current call
+    uint32_t pairs_ = 0;       // CallInfo::pairs
+    double unsigned_since_ = 0;  // a queued call's schedule ended before its peers signed in
+    // Blocking: waits for signed_in() (peers' failures, the deadline).
+    Status await_signatures();
+    Status signature_deadline(double waited);  // fails the call: which node peer never began it
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
     uint64_t behind_call_ = 0;   // a call this rank failed on hearing of an earlier call's failure
     std::string last_error_, failure_;

@@ -12,7 +12,11 @@
 //    call (end_call), so a peer still waiting in the same call (for segments this
 //    rank never had: a different count) is released, and finds the mismatch in the
 //    signatures node peers publish (kFlagSig): STRATA_ERR_TRUNCATE, not a silent
-//    wrong answer. The next call starts once every node peer has ended this one.
+//    wrong answer. A rank ends a call only once every node peer has published its
+//    signature of it (begun it), so no rank of a node returns success from a call
+//    that its node peers passed differently. A mismatch fails the call (below), so
+//    that ranks of other nodes still in it fail too.
+//    The next call starts once every node peer has ended this one.
 //  - Failures. A rank that cannot finish a call (bad argument, out of memory, driver
 //    error, deadline) does not raise its flags: it writes the call's number into its
 //    kFlagFailed, which node peers read whenever they wait, and sends a notice to
@@ -23,6 +27,7 @@
 //    or a different count across nodes): coll_strata_timeout bounds that wait.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <mutex>
 #include <cstdio>
@@ -41,6 +46,9 @@ const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted};
 // Signatures of consecutive calls go to two flags, so that a rank one call ahead does
 // not hide the signature of the call its slower peer is checking.
 int sig_flag(uint64_t call) { return kFlagSig + int(call % 2); }
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 std::string Team::where() const {
@@ -73,12 +81,16 @@ Status Team::begin_call(Call &call) {
     call.started_ = true;
     coll_ = call.info.coll;
     sig_ = call.info.sig;
+    sums_pairs_ = call.info.sums_pairs;
+    pairs_ = call.info.pairs;
+    unsigned_since_ = 0;
     last_error_.clear();
     // With no queued call running anywhere in the process, the IPC mappings that this
     // thread's previous calls used may be closed for an overlapping allocation.
     if (g_running.load() == 0) IpcCache::thread_call_begins();
     const int me = layout_.my_local();
-    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | sig_, __ATOMIC_RELEASE);
+    const uint32_t published = sums_pairs_ ? sig_ + pairs_ : sig_;
+    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | published, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
     return idle(call.schedule(), {}, 0);
 }
@@ -92,6 +104,7 @@ Status Team::run_call(Call &call) {
         if (idle) call.p2p_->progress();  // the call's channel (not only the transport)
         if (idle) progress_others();
     }
+    if (st == STRATA_OK) st = await_signatures();
     call.started_ = false;
     return st;
 }
@@ -154,6 +167,23 @@ int Team::progress_queue(bool *idle) {
         Status st = c.started_ ? STRATA_OK : start_head(c);
         for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
             st = c.progress(&finished, &call_idle, &moved);
+        // Ended here: completed once every node peer has begun it (end_call compares
+        // their signatures), never waited for inside a pass.
+        if (st == STRATA_OK && finished && !signed_in()) {
+            uint64_t failed = 0;
+            int who = -1;
+            const char *how = "";
+            const double t = now_seconds();
+            if (unsigned_since_ == 0) unsigned_since_ = t;
+            if (peer_failed(&failed, &who, &how)) {
+                st = peer_failure(failed, who, how, "");
+            } else if (cfg_.timeout > 0 && t - unsigned_since_ >= cfg_.timeout) {
+                st = signature_deadline(t - unsigned_since_);
+            } else {
+                *idle = true;
+                break;
+            }
+        }
         if (st == STRATA_OK && !finished) {
             if (call_idle) c.p2p_->progress();  // the call's channel (not only the transport)
             *idle = call_idle;
@@ -249,20 +279,69 @@ void Team::raise_flags(uint64_t value) {
     for (int which : kRaised) __atomic_store_n(flag(me, which), value, __ATOMIC_RELEASE);
 }
 
-Status Team::end_call() {
-    node_.ipc().end_call();  // this call reads no mapped peer buffer any more
-    raise_flags(call_base() + kCallSpan - 1);
+bool Team::signed_in() const {
     const int me = layout_.my_local();
     for (int r = 0; r < layout_.my_local_size(); ++r) {
         if (r == me) continue;
         const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
-        if ((v >> 32) == (call_seq_ & 0xffffffffu) && uint32_t(v) != sig_) {
-            last_error_ = where() + ": rank " + std::to_string(layout_.rank_at(layout_.my_node(), r)) +
-                          " passed a different count, datatype, op or root than this rank";
-            return STRATA_ERR_TRUNCATE;
-        }
+        if ((v >> 32) != (call_seq_ & 0xffffffffu)) return false;
+    }
+    return true;
+}
+
+Status Team::signature_deadline(double waited) {
+    const int me = layout_.my_local();
+    int late = -1;
+    for (int r = 0; r < layout_.my_local_size() && late < 0; ++r) {
+        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
+        if (r != me && (v >> 32) != (call_seq_ & 0xffffffffu)) late = layout_.rank_at(layout_.my_node(), r);
+    }
+    count(STRATA_STAT_DEADLINES);
+    char b[160];
+    snprintf(b, sizeof b, "no progress for %.0f s (coll_strata_timeout): waiting for rank %d to begin this call "
+             "(its signature)", waited, late);
+    return fail_call(STRATA_ERR_TIMEOUT, b);
+}
+
+Status Team::await_signatures() {
+    const double t0 = now_seconds();
+    while (!signed_in()) {
+        uint64_t failed = 0;
+        int who = -1;
+        const char *how = "";
+        if (peer_failed(&failed, &who, &how)) return peer_failure(failed, who, how, "");
+        const double waited = now_seconds() - t0;
+        if (cfg_.timeout > 0 && waited >= cfg_.timeout) return signature_deadline(waited);
+        progress_others();
     }
     return STRATA_OK;
+}
+
+Status Team::end_call() {
+    node_.ipc().end_call();  // this call reads no mapped peer buffer any more
+    raise_flags(call_base() + kCallSpan - 1);
+    const int me = layout_.my_local(), node = layout_.my_node();
+    int differs = -1;      // a node peer whose signature differs
+    uint32_t sum = 0;      // alltoallv: the node's per-pair sums, and L x the signature
+    bool all = true;       // every node peer's signature is of this call (signed_in)
+    for (int r = 0; r < layout_.my_local_size(); ++r) {
+        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
+        if ((v >> 32) != (call_seq_ & 0xffffffffu)) {
+            all = false;
+            continue;
+        }
+        sum += uint32_t(v) - sig_;
+        if (r != me && !sums_pairs_ && uint32_t(v) != sig_ && differs < 0) differs = layout_.rank_at(node, r);
+    }
+    if (differs < 0 && !(sums_pairs_ && all && sum != 0)) return STRATA_OK;
+    const std::string why =
+        differs >= 0 ? "rank " + std::to_string(differs) + " passed a different count, datatype, op or root than this rank"
+                     : std::string("the ranks of this node passed send and receive counts that differ by pair");
+    // A failure, as any other: ranks of other nodes may still be in the call (or wait
+    // for what a node peer never sends) and hear of it; a node peer may have failed it
+    // already (it received more than it expected) and hands the next call back, so
+    // every rank of the node must (a nonblocking call cannot follow it there later).
+    return fail_call(STRATA_ERR_TRUNCATE, why);
 }
 
 Status Team::fail_call(Status st, const std::string &why, uint64_t call) {
@@ -471,8 +550,8 @@ Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double 
     return fail_call(STRATA_ERR_TIMEOUT, describe_wait(s, waiting, stalled, " (coll_strata_timeout)"));
 }
 
-Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, Status local,
-                        const std::string &why) {
+Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs,
+                        uint32_t all_pairs, Status local, const std::string &why) {
     // min of x and of ~x give min and max: all equal exactly where they agree.
     const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
     int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
@@ -513,6 +592,25 @@ Status Team::agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig
                  strata_coll_name(coll));
         last_error_ = b;
         return STRATA_ERR_ARG;
+    }
+    if (!pairs) return STRATA_OK;
+    // alltoallv (agreed above: sizes hash whether it is): the sum over all ranks.
+    std::vector<int> all(size_t(size_), 0);
+    if (const Status st = agree_.allgather(int(all_pairs), all.data(), w, "coll_strata_check_args (alltoallv pairs)",
+                                           &waited);
+        st != STRATA_OK) {
+        if (broken()) return STRATA_FALLBACK;
+        last_error_ = std::string(strata_coll_name(coll)) + ": " + waited;
+        log(1, "%s", last_error_.c_str());
+        return st;
+    }
+    uint32_t sum = 0;
+    for (int x : all) sum += uint32_t(x);
+    if (sum != 0) {
+        snprintf(b, sizeof b, "%s: a rank sends a peer another size than the peer receives from it "
+                 "(coll_strata_check_args)", strata_coll_name(coll));
+        last_error_ = b;
+        return STRATA_ERR_TRUNCATE;
     }
     return STRATA_OK;
 }

@@ -39,6 +39,10 @@
  *              Then a correct call on the same communicator must be exact (or be
  *              refused on every rank), and one on a communicator dup'ed before must be
  *              exact
+ *   kinds      one mismatched call of each kind (count, datatype, op, root, alltoallv
+ *              pairs, allgatherv counts), each on a communicator of its own; -A: every
+ *              rank must get an error from it. Then a correct call on that
+ *              communicator must be exact. -N: the nonblocking forms
  *   deadline   the last rank sleeps -S seconds (default 10) before an allreduce under
  *              MPI_ERRORS_RETURN; the others must get an error after about -T seconds.
  *              Then communicators made from the failed one (dup, split, split_type,
@@ -987,6 +991,115 @@ static int case_mismatch_later(const char *name)
     return nbad ? 1 : 0;
 }
 
+/* kinds: one mismatched call of each kind, each on a communicator of its own, made
+ * once strata serves it (after 8 correct calls): count (allreduce, the last rank passes
+ * half), datatype (allreduce, MPI_FLOAT on the last rank, MPI_INT elsewhere: the same
+ * size), op (allreduce, MPI_MAX on the last rank), root (bcast, root 1 on the last
+ * rank, 0 elsewhere), pairs (alltoallv: rank 0 sends the last rank 64 ints fewer than
+ * it receives from rank 0) and counts (allgatherv: the last rank's recvcounts[0] is 64
+ * ints short); the last rank enters it 0.3 s late. -A: every rank must return an error from it (the docs promise it with
+ * coll_strata_check_args and on one node), and the next correct call of the same kind
+ * on that communicator must be exact on every rank. Else any rc, and after a barrier
+ * the next call goes to a communicator dup'ed before (across nodes a rank that returned
+ * success may run the next call a call apart from a peer that failed: docs/users.md). */
+static int g_all_err = 0, g_nb = 0;
+enum { K_COUNT, K_DTYPE, K_OP, K_ROOT, K_PAIRS, K_COUNTS, NK };
+static const char *knames[NK] = { "count", "datatype", "op", "root", "pairs", "counts" };
+
+/* One call of kind k (nb: its nonblocking form, waited for); bad: the mismatched one.
+ * Returns rc; *wrong: a correct call's result is not exact. */
+static int kind_call(int k, int bad, int nb, MPI_Comm comm, int n, int *a, int *b, int *wrong)
+{
+    int rank, size; MPI_Comm_rank(comm, &rank); MPI_Comm_size(comm, &size);
+    const int last = rank == size - 1 && bad;
+    int rc, cnt[64], dsp[64], scnt[64];
+    MPI_Request rq = MPI_REQUEST_NULL;
+    for (int i = 0; i < size * n; ++i) { a[i] = rank * 1000 + i % 1000; b[i] = -1; }
+    for (int r = 0; r < size; ++r) { cnt[r] = scnt[r] = n; dsp[r] = r * n; }
+    *wrong = 0;
+    switch (k) {
+    case K_COUNT: case K_DTYPE: case K_OP: {
+        const int c = last && k == K_COUNT ? n / 2 : n;
+        const MPI_Datatype t = last && k == K_DTYPE ? MPI_FLOAT : MPI_INT;
+        const MPI_Op op = last && k == K_OP ? MPI_MAX : MPI_SUM;
+        rc = nb ? MPI_Iallreduce(a, b, c, t, op, comm, &rq) : MPI_Allreduce(a, b, c, t, op, comm);
+        break;
+    }
+    case K_ROOT:
+        rc = nb ? MPI_Ibcast(a, n, MPI_INT, last ? 1 : 0, comm, &rq) : MPI_Bcast(a, n, MPI_INT, last ? 1 : 0, comm);
+        break;
+    case K_PAIRS:
+        if (bad && rank == 0) scnt[size - 1] = n - 64;
+        rc = nb ? MPI_Ialltoallv(a, scnt, dsp, MPI_INT, b, cnt, dsp, MPI_INT, comm, &rq)
+                : MPI_Alltoallv(a, scnt, dsp, MPI_INT, b, cnt, dsp, MPI_INT, comm);
+        break;
+    default:
+        if (last) cnt[0] = n - 64;
+        rc = nb ? MPI_Iallgatherv(a, n, MPI_INT, b, cnt, dsp, MPI_INT, comm, &rq)
+                : MPI_Allgatherv(a, n, MPI_INT, b, cnt, dsp, MPI_INT, comm);
+        break;
+    }
+    if (nb && rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || bad) return rc;
+    switch (k) {
+    case K_COUNT: case K_DTYPE: case K_OP:
+        for (int i = 0; i < n && !*wrong; ++i) *wrong = b[i] != 1000 * size * (size - 1) / 2 + size * (i % 1000);
+        break;
+    case K_ROOT:
+        for (int i = 0; i < n && !*wrong; ++i) *wrong = a[i] != i % 1000;
+        break;
+    case K_PAIRS:
+        for (int i = 0; i < size * n && !*wrong; ++i) *wrong = b[i] != (i / n) * 1000 + (rank * n + i % n) % 1000;
+        break;
+    default:
+        for (int i = 0; i < size * n && !*wrong; ++i) *wrong = b[i] != (i / n) * 1000 + (i % n) % 1000;
+        break;
+    }
+    return rc;
+}
+
+static int case_kinds(void)
+{
+    int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int n = 16384;
+    int *a = malloc(sizeof(int) * (size_t)n * size), *b = malloc(sizeof(int) * (size_t)n * size);
+    int nbad = 0, wrong, rc;
+    char eb[300], name[32];
+    /* Open MPI 4.1's MPI_Wait reports a collective request's error to MPI_COMM_WORLD's
+     * handler, not to the request's communicator's */
+    if (g_nb) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int k = 0; k < NK && size <= 64; ++k) {
+        snprintf(name, sizeof name, "kinds-%s", knames[k]);
+        MPI_Comm comm, spare;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        MPI_Comm_dup(MPI_COMM_WORLD, &spare);
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        /* served calls first (past coll_strata_lazy_calls), so that strata serves the wrong one */
+        for (int w = 0; w < 8; ++w) {
+            rc = kind_call(k, 0, g_nb && w >= 5, comm, n, a, b, &wrong);  /* blocking ones set up (lazy_calls) */
+            if (rc || wrong) nbad += say(name, rank, 0, "a correct call before the wrong one: rc=%s%s", errname(rc, eb),
+                                         wrong ? ", WRONG values" : "");
+        }
+        /* the last rank comes late: a rank that needs nothing from it (a bcast root) must
+         * not end the mismatched call before it has compared what the last rank passed */
+        if (rank == size - 1) usleep(300000);
+        double t0 = MPI_Wtime();
+        rc = kind_call(k, 1, g_nb, comm, n, a, b, &wrong);
+        double dt = MPI_Wtime() - t0;
+        nbad += say(name, rank, !g_all_err || rc != MPI_SUCCESS, "mismatched call rc=%s after %.2fs%s", errname(rc, eb),
+                    dt, g_all_err ? "; want an error on every rank" : " (any rc)");
+        if (!g_all_err) MPI_Barrier(MPI_COMM_WORLD);
+        rc = kind_call(k, 0, g_nb, g_all_err ? comm : spare, n, a, b, &wrong);
+        nbad += say(name, rank, rc == MPI_SUCCESS && !wrong, "next correct call on %s: rc=%s%s",
+                    g_all_err ? "the same communicator" : "a communicator dup'ed before", errname(rc, eb),
+                    wrong ? ", WRONG values" : rc ? "" : ", exact");
+        MPI_Comm_free(&spare);
+        MPI_Comm_free(&comm);
+    }
+    free(a); free(b);
+    return nbad ? 1 : 0;
+}
+
 static double g_sleep = 10;
 static int case_deadline(void)
 {
@@ -1190,6 +1303,8 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-t") && v) { g_threads = atoi(v); a++; }
         else if (!strcmp(s, "-L") && v) { g_lmode = !strcmp(v, "contig") ? 0 : !strcmp(v, "same") ? 1 : 2; a++; }
         else if (!strcmp(s, "-x")) { /* check_args expected */ }
+        else if (!strcmp(s, "-A")) g_all_err = 1;
+        else if (!strcmp(s, "-N")) g_nb = 1;
         else if (!strcmp(s, "-R")) g_red_derived = 1;
         else if (!strcmp(s, "-Z")) g_zero = 1;
         else if (!strcmp(s, "-v")) g_verbose++;
@@ -1209,6 +1324,7 @@ int main(int argc, char **argv)
     else if (!strncmp(name, "null-", 5)) rc = case_null(name);
     else if (!strcmp(name, "mismatch")) rc = case_mismatch(xflag);
     else if (!strncmp(name, "later-", 6)) rc = case_mismatch_later(name);
+    else if (!strcmp(name, "kinds")) rc = case_kinds();
     else if (!strcmp(name, "deadline")) rc = case_deadline();
     else if (!strcmp(name, "optout")) rc = case_optout();
     else if (!strcmp(name, "kill")) rc = case_kill();
@@ -1218,7 +1334,7 @@ int main(int argc, char **argv)
         if (!g_world_rank)
             fprintf(stderr, "usage: fault_check basic|zero|negdisp|layouts|random|threads|null-allreduce-recv|"
                             "null-allreduce-send|null-bcast-root|null-bcast-nonroot|null-allgather|null-alltoall|"
-                            "mismatch|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-L contig|same|mixed] [-v]\n");
+                            "mismatch|kinds|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-A] [-N] [-L contig|same|mixed] [-v]\n");
         rc = 2;
     }
     MPI_Finalize();

@@ -79,14 +79,15 @@ TEST(Call, NullBufferFailsTheCallOnEveryRankAndLaterCallsGoToThePreviousComponen
         << r.err[2] << " / " << r.err[3];
 }
 
-TEST(Call, DifferentCountOnANodeIsTruncateAndTheNextCallIsExact) {
+// Both ranks find it at the call's end; the call fails as any failure does, so both
+// hand the next call back (the glue runs it in the previous component).
+TEST(Call, DifferentCountOnANodeIsTruncateAndTheNextCallIsHandedBackEverywhere) {
     const Ranks r = on_teams({0, 0}, [](int rank, strata_team_t *team) {
         std::vector<int> v(200000, 1);
         const strata_status_t st = strata_allreduce(team, STRATA_IN_PLACE, v.data(), rank == 0 ? 100000 : 200000,
                                                     STRATA_INT32, STRATA_OP_SUM);
         int wrong = 0;
-        EXPECT_EQ(sum(team, rank, 1000, 2, &wrong), STRATA_OK) << "rank " << rank;
-        EXPECT_EQ(wrong, 0) << "rank " << rank;
+        EXPECT_EQ(sum(team, rank, 1000, 2, &wrong), STRATA_FALLBACK) << "rank " << rank;
         return st;
     });
     EXPECT_EQ(r.st[0], STRATA_ERR_TRUNCATE);
