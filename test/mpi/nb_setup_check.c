@@ -14,9 +14,9 @@
  * host rules' hand-back sizes, so that a call strata may serve is one it serves);
  * -s: also require strata to have served every one of those calls (counters
  * coll_strata_<coll>_served grew by 4 allreduces and 1 of each other collective on
- * every rank, and no call was handed back for want of setup: handed_back_not_set_up
- * and handed_back_lazy_calls did not grow). Without -s the program is plain MPI C
- * and must pass with and without strata.
+ * every rank, and handed_back_lazy_calls did not grow; handed_back_not_set_up may,
+ * with the calls Open MPI makes on MPI_COMM_WORLD to number each dup). Without -s the
+ * program is plain MPI C and must pass with and without strata.
  *
  * Prints "nb_setup_check: PASS ..." on rank 0 and exits 0, else "MISMATCH ..." or
  * "NOT SERVED ..." lines and exit 1. Hangs are caught by the caller's timeout.
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 {
     static const char *const colls[] = {"allreduce", "allgather", "bcast", "alltoall", "reduce_scatter"};
     static const long long calls[] = {4, 1, 1, 1, 1};
-    long long before[5], waiting_before, lazy_before;
+    long long before[5], lazy_before;
     int n = 131072, need_strata = 0, opt, provided, k, all_errors = 0, not_served = 0, all_not_served;
 
     while ((opt = getopt(argc, argv, "n:sh")) != -1) {
@@ -199,7 +199,6 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "%s_served", colls[k]);
         before[k] = counter(name);
     }
-    waiting_before = counter("handed_back_not_set_up");
     lazy_before = counter("handed_back_lazy_calls");
 
     five_outstanding(n);
@@ -217,9 +216,9 @@ int main(int argc, char **argv)
                 ++not_served;
             }
         }
-        if (counter("handed_back_not_set_up") != waiting_before || counter("handed_back_lazy_calls") != lazy_before) {
-            printf("NOT SERVED rank %d: calls handed back before setup (not_set_up %lld, lazy_calls %lld)\n", rank,
-                   counter("handed_back_not_set_up") - waiting_before, counter("handed_back_lazy_calls") - lazy_before);
+        if (counter("handed_back_lazy_calls") != lazy_before) {
+            printf("NOT SERVED rank %d: %lld call(s) handed back before setup (lazy_calls)\n", rank,
+                   counter("handed_back_lazy_calls") - lazy_before);
             ++not_served;
         }
     }
