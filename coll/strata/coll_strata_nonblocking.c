@@ -237,10 +237,69 @@ static void finish(mca_coll_strata_request_t *r, int rc)
 
 static int inner_done(ompi_request_t *inner);
 
-/* The previous component's nonblocking entry on comm, for the call kept in r. */
-static int replay_start(mca_coll_strata_request_t *r, struct ompi_communicator_t *comm, ompi_request_t **inner)
+/* The regions of this rank's buffers the kept call covers (from the buffer pointers). */
+static void replay_spans(const mca_coll_strata_request_t *r, ptrdiff_t *slo, size_t *slen, ptrdiff_t *rlo,
+                         size_t *rlen)
 {
     const replay_t *a = &r->replay;
+    const int n = ompi_comm_size(r->m->comm), me = ompi_comm_rank(r->m->comm);
+    struct ompi_datatype_t *sdt = NULL != a->sdt ? a->sdt : a->rdt;
+    size_t total = 0;
+    int i;
+    *slo = *rlo = 0;
+    *slen = *rlen = 0;
+    switch (a->kind) {
+    case RE_ALLREDUCE:
+    case RE_REDUCE:
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
+        break;
+    case RE_BCAST:
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
+        break;
+    case RE_REDUCE_SCATTER_BLOCK:
+    case RE_REDUCE_SCATTER:
+        for (i = 0; i < n; ++i) total += (size_t) (RE_REDUCE_SCATTER == a->kind ? a->rcounts[i] : a->rcount);
+        mca_coll_strata_span(a->rdt, total, slo, slen);
+        if (MPI_IN_PLACE == a->sbuf) {   /* the receive buffer holds the whole input */
+            *rlo = *slo;
+            *rlen = *slen;
+        } else {
+            mca_coll_strata_span(a->rdt, (size_t) (RE_REDUCE_SCATTER == a->kind ? a->rcounts[me] : a->rcount), rlo,
+                                 rlen);
+        }
+        break;
+    case RE_ALLGATHER:
+        mca_coll_strata_span(sdt, (size_t) a->scount, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
+        break;
+    case RE_ALLGATHERV:
+        mca_coll_strata_span(sdt, (size_t) a->scount, slo, slen);
+        mca_coll_strata_span_blocks(a->rdt, n, a->rcounts, a->rdisps, rlo, rlen);
+        break;
+    case RE_ALLTOALL:
+        mca_coll_strata_span(sdt, (size_t) a->scount * (size_t) n, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
+        break;
+    case RE_ALLTOALLV:
+        if (MPI_IN_PLACE != a->sbuf) {
+            mca_coll_strata_span_blocks(sdt, n, a->scounts, a->sdisps, slo, slen);
+        }
+        mca_coll_strata_span_blocks(a->rdt, n, a->rcounts, a->rdisps, rlo, rlen);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The previous component's nonblocking entry on comm, for the call kept in r, on the
+ * buffers sb and rb (the application's, or their host copies). */
+static int replay_start(mca_coll_strata_request_t *r, const void *sb, void *rb, struct ompi_communicator_t *comm,
+                        ompi_request_t **inner)
+{
+    replay_t kept = r->replay, *a = &kept;
+    a->sbuf = sb;
+    a->rbuf = rb;
     mca_coll_base_comm_coll_t *c = comm->c_coll;
     struct ompi_datatype_t *sdt = NULL != a->sdt ? a->sdt : a->rdt;
     switch (a->kind) {
@@ -275,37 +334,52 @@ static int replay_start(mca_coll_strata_request_t *r, struct ompi_communicator_t
 }
 
 /* The core handed back a call it had queued: the previous component runs it on the
- * team's own communicator (made by the setup that ran in steps). Device buffers are
- * not staged there yet: the call fails with a line that says so. */
+ * team's own communicator (made by the setup that ran in steps), this rank's device
+ * buffers staged through host memory around it (copied back when it completes). */
 static void hand_back_queued(mca_coll_strata_request_t *r)
 {
+    const replay_t *a = &r->replay;
     ompi_request_t *inner = NULL;
-    const char *why = NULL;
+    const void *sb = a->sbuf;
+    void *rb = a->rbuf;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
     int rc;
-    if (RE_NONE == r->replay.kind) {
-        why = "no record of its arguments";
-    } else if (NULL == r->m->wire) {
-        why = "the team's own communicator could not be made";
-    } else if ((MPI_IN_PLACE != r->replay.sbuf && NULL != r->replay.sbuf &&
-                mca_coll_strata_is_device(r->replay.sbuf)) || mca_coll_strata_is_device(r->replay.rbuf)) {
-        why = "device buffers of a call handed back after a setup in steps are not staged yet";
-    }
-    if (NULL != why) {
-        opal_output(0, "coll:strata: %s on %s: handing the call back to the previous component failed: %s",
-                    r->name, r->m->comm->c_name, why);
+    if (RE_NONE == a->kind || NULL == r->m->wire) {
+        opal_output(0, "coll:strata: %s on %s: handing the call back to the previous component failed: %s", r->name,
+                    r->m->comm->c_name,
+                    RE_NONE == a->kind ? "no record of its arguments" : "strata's own communicator could not be made");
         finish(r, MPI_ERR_INTERN);
         return;
     }
     if (NULL != r->inner) {   /* a persistent call's previous start */
         (void) ompi_request_free(&r->inner);
     }
-    rc = replay_start(r, r->m->wire, &inner);
+    if (r->staged) {
+        (void) mca_coll_strata_pair_out(&r->stage, 0, MPI_SUCCESS);
+        r->staged = 0;
+    }
+    r->copy_back = 0;
+    if ((MPI_IN_PLACE != a->sbuf && NULL != a->sbuf && mca_coll_strata_is_device(a->sbuf)) ||
+        (NULL != a->rbuf && mca_coll_strata_is_device(a->rbuf))) {
+        replay_spans(r, &slo, &slen, &rlo, &rlen);
+        mca_coll_strata_say_staging(r->name);
+        rc = mca_coll_strata_pair_in(&r->stage, a->sbuf, slo, slen, a->rbuf, rlo, rlen);
+        if (MPI_SUCCESS != rc) {
+            finish(r, rc);
+            return;
+        }
+        r->staged = 1;
+        r->copy_back = RE_REDUCE != a->kind || ompi_comm_rank(r->m->comm) == a->root;
+        sb = r->stage.su;
+        rb = r->stage.ru;
+    }
+    rc = replay_start(r, sb, rb, r->m->wire, &inner);
     if (MPI_SUCCESS != rc) {
         finish(r, rc);
         return;
     }
     r->inner = inner;
-    r->copy_back = 0;
     (void) ompi_request_set_callback(inner, inner_done, r);
 }
 
