@@ -289,6 +289,9 @@ Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t byt
 }
 }  // namespace
 
+Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into);
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet);
+
 // Sets up the team if needed (blocking calls), picks the algorithm (setting or rule),
 // builds, and runs the call (blocking) or queues it (nonblocking, persistent).
 // Every decision before the call is numbered depends only on agreed values (setup,
@@ -299,7 +302,10 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     // The stack is making the team's own communicator with this communicator's
     // collectives (Team::open_private): they are its, on every rank, and may come from
     // another thread's progress while the maker holds the team.
-    if (team.opening_private()) return STRATA_FALLBACK;
+    // (A team setting up in steps is making it while the application goes on: there
+    // only the stack's own calls are; the application's wait in the queue.)
+    if (team.opening_private() && (!team.stepped() || (start.how != nullptr && start.how->internal)))
+        return STRATA_FALLBACK;
     // Whether the call is Open MPI's own (log_quiet), kept through the calls the stack
     // makes inside this one (setup makes a communicator: they set it for themselves).
     struct KeepQuiet {
@@ -327,12 +333,91 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         if (st == STRATA_FALLBACK)
             return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
         if (st != STRATA_OK) return st;
-    } else if (!team.ready()) {
-        // Setup agrees among all ranks, which a nonblocking call must not wait for: the
-        // communicator's first blocking collective (of those strata serves) sets it up.
-        team.want_setup();
+    } else if (team.never_set_up() && start.how != nullptr && start.how->internal) {
+        team.want_setup();  // the application's next blocking call sets up, whatever its size
         return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NOT_SET_UP);
+    } else if (team.stepped() || team.never_set_up()) {
+        // Setup agrees among all ranks, which a nonblocking call must not wait for: it
+        // runs in steps, and the call waits for it in the team's queue.
+        return queue_undecided(team, coll, args, start, keep.quiet);
+    } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
+        return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
     }
+    return serve(team, coll, args, start, keep.quiet, nullptr);
+}
+
+namespace {
+// A call queued undecided (Team::stepped) reaches the head of its team's queue, where
+// setup has ended: decided now, from the agreed outcome of that setup and the call's
+// arguments only, the same on every rank. A broken team fails it, as any queued call.
+Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallInfo::Mode mode, bool quiet,
+                     Call &call) {
+    if (team.broken()) return STRATA_ERR_BROKEN;
+    Start start;
+    start.mode = mode;
+    if (!team.ready())
+        return hand_back(team, coll, mode, call_bytes(coll, team, args), STRATA_HANDBACK_OFF);
+    return serve(team, coll, args, start, quiet, &call);
+}
+}  // namespace
+
+// A nonblocking or persistent call on a team whose setup runs in steps (started by this
+// call if it is the team's first): queued with a copy of its arguments (the glue's
+// per-rank arrays live only as long as the call) and decided at the head of the queue.
+// A call handed back there completes with STRATA_FALLBACK, and the glue starts it in
+// the previous component on the team's own communicator, in the queue's order.
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet) {
+    team.start_setup_steps();
+    struct Saved {
+        CollArgs a;
+        std::vector<size_t> arrays[4];
+        std::string why;
+    };
+    auto saved = std::make_shared<Saved>();
+    saved->a = args;
+    const size_t n = size_t(team.size());
+    const size_t *CollArgs::*const fields[4] = {&CollArgs::counts, &CollArgs::displs, &CollArgs::send_counts,
+                                                &CollArgs::send_displs};
+    for (int i = 0; i < 4; ++i) {
+        const size_t *v = args.*fields[i];
+        if (v == nullptr) continue;
+        saved->arrays[i].assign(v, v + n);
+        saved->a.*fields[i] = saved->arrays[i].data();
+    }
+    if (args.why != nullptr) {
+        saved->why = args.why;
+        saved->a.why = saved->why.c_str();
+    }
+    strata_request *r = new (std::nothrow) strata_request;
+    if (r == nullptr) return fail(STRATA_ERR_NOMEM, "no memory for the request");
+    r->team = &team;
+    r->how = start.how ? *start.how : strata_start_t{};
+    r->persistent = start.mode == CallInfo::Persistent;
+    r->call = team.take_call();
+    Call &call = *r->call;
+    call.info = CallInfo{};
+    call.info.mode = start.mode;
+    call.info.coll = coll;
+    call.on_complete = [r](Status st) {
+        r->status = st;
+        if (r->how.complete) r->how.complete(r->how.ctx, st);
+        r->done = true;
+    };
+    const CallInfo::Mode mode = start.mode;
+    call.decide = [&team, coll, saved, mode, quiet, &call]() {
+        return decide_queued(team, coll, saved->a, mode, quiet, call);
+    };
+    *start.request = r;
+    if (!r->persistent) start_request(r);
+    return STRATA_OK;
+}
+
+// The call is strata's to decide (set up and on, or decided at the head of the queue:
+// into): the algorithm (setting or rule) or a hand-back, the build, and the run
+// (blocking) or the queue (nonblocking, persistent; into: it is the head already).
+Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into) {
+    const bool blocking = start.mode == CallInfo::Blocking;
+    const size_t bytes = call_bytes(coll, team, args);
     CoreTeam &core = static_cast<CoreTeam &>(team);
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
@@ -386,7 +471,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     }
 
     std::unique_ptr<Call> owned;
-    Call &call = blocking ? team.blocking_call() : *(owned = team.take_call());
+    Call &call = blocking ? team.blocking_call() : into ? *into : *(owned = team.take_call());
     // A blocking call like the last one runs its schedule again (build_key).
     static thread_local std::vector<uint64_t> key;
     bool again = false;
@@ -413,7 +498,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     info.bytes = log_bytes(coll, team, args);
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
-    info.quiet = keep.quiet;
+    info.quiet = quiet;
     info.why = args.why ? args.why : status_name(args.local);
 
     if (blocking) {
@@ -446,6 +531,10 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
             info.local = st;
             info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
         }
+    }
+    if (into != nullptr) {
+        call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
+        return STRATA_OK;
     }
     strata_request *r = new (std::nothrow) strata_request;
     if (r == nullptr) {

@@ -83,6 +83,10 @@ public:
     std::function<Status(Status)> on_end;
     // Called once the call has completed, from the progress that completed it.
     std::function<void(Status)> on_complete;
+    // A call queued before its team's setup (in steps) ended: decided when it reaches
+    // the head of the queue, after setup (api.cc): STRATA_OK serves it (built, on_end
+    // set), STRATA_FALLBACK hands it back. Cleared once it is served.
+    std::function<Status()> decide;
     bool pending() const { return pending_; }
 
     // Pipeline segments: n consecutive numbers, counted from 0 in each call.

@@ -289,6 +289,10 @@ typedef struct strata_start {
     int persistent;
     void (*complete)(void *ctx, strata_status_t status);
     void *ctx;
+    /* The stack's own call (a communicator's creation), not the application's: it
+     * never starts a team's setup (it may be part of the very communicator creation
+     * that setup would wait for); on a team never set up it is handed back. */
+    int internal;
 } strata_start_t;
 
 strata_status_t strata_iallreduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,

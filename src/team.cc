@@ -26,6 +26,9 @@ Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const
 }
 
 Team::~Team() {
+    // Its peers free the communicator too: a setup still in steps ends first, so that
+    // nothing of it is left posted.
+    finish_setup();
     // Requests keep their communicator alive until they completed: nothing is queued.
     if (queued())
         warn("internal error", "internal: a communicator freed with %zu collective call(s) still queued",
@@ -64,6 +67,34 @@ void Team::release_device() {
     }
     bounce_.reset();
     dom_ = nullptr;
+}
+
+Waiter Team::waiter() {
+    return Waiter{[this] {
+                      if (Fiber::current() != nullptr) Fiber::yield();
+                      else progress_others();
+                  },
+                  cfg_.timeout};
+}
+
+void Team::start_setup_steps() {
+    if (stepped_) return;
+    stepped_ = true;
+    // The body's first stretch runs now, inside the call that started it, so that the
+    // team's own communicator is begun in the application's order of calls.
+    steps_.reset(new Fiber([this] { (void)ensure_setup(true); }));
+    advance_setup();
+}
+
+bool Team::advance_setup() {
+    if (!steps_) return true;
+    if (!steps_->resume()) return false;
+    steps_.reset();
+    return true;
+}
+
+void Team::finish_setup() {
+    while (!advance_setup()) progress_others();
 }
 
 Call &Team::blocking_call() {
@@ -243,6 +274,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     Status local;
     {
         DeviceErrors errors;  // the driver's words go into the one line below
+        Fiber::Pin pin;       // (thread-local) kept on this thread across the waits
         local = setup_device(&why);
         if (!errors.text().empty()) why += ": " + errors.text();
     }

@@ -20,6 +20,7 @@
 #include "btl/p2p.h"
 #include "common.h"
 #include "engine.h"
+#include "fiber.h"
 #include "mem/domain.h"
 #include "stats.h"
 #include "topo/layout.h"
@@ -60,6 +61,23 @@ public:
         same_ok_ = ok;
     }
     bool same_everywhere() const { return same_everywhere_; }
+
+    // ---- setup in steps: a nonblocking or persistent call on a team never set up
+    // starts its setup (the same ensure_setup, with the team's own communicator) in a
+    // fiber whose waits give the thread back (src/fiber.h); the team's queue advances
+    // it before its head call, and a blocking call runs it to its end. The same call
+    // starts it on every rank: calls are collective and ordered, and a team is set up
+    // otherwise only inside a blocking call or its creation.
+    void start_setup_steps();
+    // True once the setup in steps has ended (or none runs): the team's state is then
+    // agreed, as after any setup.
+    bool advance_setup();
+    void finish_setup();
+    // The team started its setup in steps: every nonblocking or persistent call it takes
+    // from then on is queued undecided and decided at the head of its queue, so that a
+    // call is handed back the same way on every rank, whichever saw setup end first.
+    bool stepped() const { return stepped_; }
+    bool never_set_up() const { return setup_ == Setup::NotYet && !stepped_; }
     int first_not_ok() const { return first_not_ok_; }
 
     const Layout &layout() const { return layout_; }
@@ -131,7 +149,7 @@ public:
     bool queued() const { return !queue_.empty(); }
     // Waits until every call this team queued has completed (a blocking call comes
     // after them, and decides nothing before they are done).
-    void drain();
+    void drain();  // (and ends a setup in steps)
     // One pass over the queued calls of every team of the process: starts heads,
     // progresses them, completes those that ended. Returns how many completed; *idle:
     // none moved for a while (the caller may yield). A call from inside a pass (a
@@ -252,7 +270,8 @@ private:
     Status setup_failed(Status st, const std::string &why);
     // How this team's blocking exchanges wait: progressing the stack and other
     // teams' queued calls, under coll_strata_timeout.
-    Waiter waiter() { return Waiter{[this] { progress_others(); }, cfg_.timeout}; }
+    // Inside a setup in steps a wait gives the thread back instead (Fiber::yield).
+    Waiter waiter();
     void raise_flags(uint64_t value);
     Status setup_device(std::string *why);
     void release_device();
@@ -277,6 +296,8 @@ private:
     // Off: declined for now (no GPU anywhere, host buffers off); Failed: for good.
     enum class Setup { NotYet, Ready, Off, Failed } setup_ = Setup::NotYet;
     uint64_t setup_calls_ = 0;
+    std::unique_ptr<Fiber> steps_;  // the setup in steps, while it runs
+    bool stepped_ = false;
     int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
     bool private_ = false;       // messages go over the team's own communicator
@@ -334,6 +355,7 @@ private:
     std::vector<Call *> queue_;                  // submitted, in order; the head runs
     std::vector<std::unique_ptr<Call>> pool_;    // call objects to reuse
     Status start_head(Call &call);
+    Status decide_head(Call &call, bool *waits);
     int progress_queue(bool *idle);
     void complete(Call &call, Status st);
     void forget_queue();

@@ -124,9 +124,25 @@ void Team::kick() {
     if (queue_.empty() || queue_.front()->started_ || tl_in_pass) return;
     tl_in_pass = true;
     Call &c = *queue_.front();
-    const Status st = start_head(c);
+    bool waits = false;
+    Status st = decide_head(c, &waits);
+    if (st == STRATA_OK && !waits) st = start_head(c);
     if (st != STRATA_OK) complete(c, st);
     tl_in_pass = false;
+}
+
+// An undecided head (queued while setup ran in steps) waits for the setup to end, then
+// is decided from the agreed outcome: served (built now) or handed back (st).
+Status Team::decide_head(Call &call, bool *waits) {
+    *waits = false;
+    if (call.started_ || !call.decide) return STRATA_OK;
+    if (!advance_setup()) {
+        *waits = true;
+        return STRATA_OK;
+    }
+    const Status st = call.decide();
+    if (st == STRATA_OK) call.decide = nullptr;  // a persistent call served once is served at every start
+    return st;
 }
 
 Status Team::start_head(Call &call) {
@@ -163,8 +179,10 @@ int Team::progress_queue(bool *idle) {
     *idle = true;
     while (!queue_.empty()) {
         Call &c = *queue_.front();
-        bool finished = false, call_idle = false, moved = true;
-        Status st = c.started_ ? STRATA_OK : start_head(c);
+        bool finished = false, call_idle = false, moved = true, waits = false;
+        Status st = decide_head(c, &waits);
+        if (st == STRATA_OK && waits) break;  // *idle stays: the setup's waits gave the thread back
+        if (st == STRATA_OK && !c.started_) st = start_head(c);
         for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
             st = c.progress(&finished, &call_idle, &moved);
         // Ended here: completed once every node peer has begun it (end_call compares
@@ -239,6 +257,7 @@ void Team::drain() {
         }
         if (idle) progress_others();
     }
+    finish_setup();  // begun by a persistent call not started yet: nothing queued waits for it
 }
 
 // A rank waiting in a blocking call moves its own requests on (the transport's test
@@ -271,6 +290,7 @@ void Team::return_call(std::unique_ptr<Call> call) {
     if (!call || call->pending()) return;  // a queued call is never dropped (the glue frees only completed requests)
     call->on_end = nullptr;
     call->on_complete = nullptr;
+    call->decide = nullptr;
     if (pool_.size() < kPoolSize) pool_.push_back(std::move(call));
 }
 

@@ -219,6 +219,8 @@ void mca_coll_strata_log_fallback(mca_coll_strata_module_t *m, const char *coll,
  * whose per-call lines verbose 2 leaves out unless coll_strata_verbose_internal; also
  * takes a coll_strata_verbose written through MPI_T since the last call. */
 int mca_coll_strata_enter(const void *caller);
+/* Whether the entry point this thread is in now was called by Open MPI itself. */
+int mca_coll_strata_entered_internal(void);
 #define MCA_COLL_STRATA_ENTER \
     int mca_coll_strata_entered_ __attribute__((unused)) = mca_coll_strata_enter(__builtin_return_address(0))
 

@@ -320,6 +320,14 @@ static int called_through_binding(const void *caller)
     return app;
 }
 
+/* Whether the entry point this thread is in was called by Open MPI itself. */
+static __thread int entered_internal;
+
+int mca_coll_strata_entered_internal(void)
+{
+    return entered_internal;
+}
+
 int mca_coll_strata_enter(const void *caller)
 {
     static int level = -1;   /* the core's log level as last set; a stale read only sets it again */
@@ -330,7 +338,8 @@ int mca_coll_strata_enter(const void *caller)
         level = cs->verbose;
         strata_set_log_level(level);
     }
-    quiet = cs->verbose >= 2 && !cs->verbose_internal && !called_through_binding(caller);
+    entered_internal = !called_through_binding(caller);
+    quiet = cs->verbose >= 2 && !cs->verbose_internal && entered_internal;
     strata_log_quiet(quiet);
     return quiet;
 }

@@ -42,6 +42,27 @@ typedef struct layout {
     char *packed;
 } layout_t;
 
+/* A call as the application made it, for the core to hand back after it queued it
+ * (STRATA_FALLBACK at completion: a team whose setup ran in steps decides its
+ * nonblocking calls at the head of its queue, src/api.cc): then it is started in the
+ * previous component on the team's own communicator, which only strata uses, so that
+ * such calls start there in the queue's order, the same on every rank, whatever the
+ * application started on the communicator meanwhile. */
+typedef enum {
+    RE_NONE, RE_ALLREDUCE, RE_REDUCE, RE_REDUCE_SCATTER, RE_REDUCE_SCATTER_BLOCK, RE_BCAST, RE_ALLGATHER,
+    RE_ALLGATHERV, RE_ALLTOALL, RE_ALLTOALLV
+} replay_kind_t;
+
+typedef struct replay {
+    replay_kind_t kind;
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, root;
+    const int *scounts, *sdisps, *rcounts, *rdisps;   /* MPI keeps them valid until completion */
+    struct ompi_datatype_t *sdt, *rdt;                /* retained */
+    struct ompi_op_t *op;                             /* retained */
+} replay_t;
+
 /* Starts as an ompi_coll_base_nbc_request_t (coll_strata_compat.h): the MPI layer
  * writes retained datatypes and ops after ompi_request_t. */
 typedef struct mca_coll_strata_request_t {
@@ -60,6 +81,7 @@ typedef struct mca_coll_strata_request_t {
     int npack, nunpack;
     char **mem;                      /* packed copies, freed with the request */
     int nmem;
+    replay_t replay;                 /* the call as the application made it */
 } mca_coll_strata_request_t;
 
 static void request_construct(mca_coll_strata_request_t *r)
@@ -76,6 +98,7 @@ static void request_construct(mca_coll_strata_request_t *r)
     r->npack = r->nunpack = 0;
     r->mem = NULL;
     r->nmem = 0;
+    memset(&r->replay, 0, sizeof r->replay);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_strata_request_t, ompi_coll_base_nbc_request_t, request_construct, NULL);
@@ -175,6 +198,15 @@ static void release(mca_coll_strata_request_t *r)
     }
     free(r->pack);
     free(r->unpack);
+    if (RE_NONE != r->replay.kind) {
+        OBJ_RELEASE(r->replay.rdt);
+        if (NULL != r->replay.sdt) {
+            OBJ_RELEASE(r->replay.sdt);
+        }
+        if (NULL != r->replay.op) {
+            OBJ_RELEASE(r->replay.op);
+        }
+    }
     OBJ_RELEASE(r->m->comm);
     OMPI_REQUEST_FINI(&r->super.super);
     OBJ_RELEASE(r);
@@ -204,11 +236,164 @@ static void finish(mca_coll_strata_request_t *r, int rc)
     ompi_request_complete(&r->super.super, true);
 }
 
+static int inner_done(ompi_request_t *inner);
+
+/* The regions of this rank's buffers the kept call covers (from the buffer pointers). */
+static void replay_spans(const mca_coll_strata_request_t *r, ptrdiff_t *slo, size_t *slen, ptrdiff_t *rlo,
+                         size_t *rlen)
+{
+    const replay_t *a = &r->replay;
+    const int n = ompi_comm_size(r->m->comm), me = ompi_comm_rank(r->m->comm);
+    struct ompi_datatype_t *sdt = NULL != a->sdt ? a->sdt : a->rdt;
+    size_t total = 0;
+    int i;
+    *slo = *rlo = 0;
+    *slen = *rlen = 0;
+    switch (a->kind) {
+    case RE_ALLREDUCE:
+    case RE_REDUCE:
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
+        break;
+    case RE_BCAST:
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
+        break;
+    case RE_REDUCE_SCATTER_BLOCK:
+    case RE_REDUCE_SCATTER:
+        for (i = 0; i < n; ++i) total += (size_t) (RE_REDUCE_SCATTER == a->kind ? a->rcounts[i] : a->rcount);
+        mca_coll_strata_span(a->rdt, total, slo, slen);
+        if (MPI_IN_PLACE == a->sbuf) {   /* the receive buffer holds the whole input */
+            *rlo = *slo;
+            *rlen = *slen;
+        } else {
+            mca_coll_strata_span(a->rdt, (size_t) (RE_REDUCE_SCATTER == a->kind ? a->rcounts[me] : a->rcount), rlo,
+                                 rlen);
+        }
+        break;
+    case RE_ALLGATHER:
+        mca_coll_strata_span(sdt, (size_t) a->scount, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
+        break;
+    case RE_ALLGATHERV:
+        mca_coll_strata_span(sdt, (size_t) a->scount, slo, slen);
+        mca_coll_strata_span_blocks(a->rdt, n, a->rcounts, a->rdisps, rlo, rlen);
+        break;
+    case RE_ALLTOALL:
+        mca_coll_strata_span(sdt, (size_t) a->scount * (size_t) n, slo, slen);
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
+        break;
+    case RE_ALLTOALLV:
+        if (MPI_IN_PLACE != a->sbuf) {
+            mca_coll_strata_span_blocks(sdt, n, a->scounts, a->sdisps, slo, slen);
+        }
+        mca_coll_strata_span_blocks(a->rdt, n, a->rcounts, a->rdisps, rlo, rlen);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The previous component's nonblocking entry on comm, for the call kept in r, on the
+ * buffers sb and rb (the application's, or their host copies). */
+static int replay_start(mca_coll_strata_request_t *r, const void *sb, void *rb, struct ompi_communicator_t *comm,
+                        ompi_request_t **inner)
+{
+    replay_t kept = r->replay, *a = &kept;
+    a->sbuf = sb;
+    a->rbuf = rb;
+    mca_coll_base_comm_coll_t *c = comm->c_coll;
+    struct ompi_datatype_t *sdt = NULL != a->sdt ? a->sdt : a->rdt;
+    switch (a->kind) {
+    case RE_ALLREDUCE:
+        return c->coll_iallreduce(a->sbuf, a->rbuf, a->rcount, a->rdt, a->op, comm, inner, c->coll_iallreduce_module);
+    case RE_REDUCE:
+        return c->coll_ireduce(a->sbuf, a->rbuf, a->rcount, a->rdt, a->op, a->root, comm, inner,
+                               c->coll_ireduce_module);
+    case RE_REDUCE_SCATTER:
+        return c->coll_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->rdt, a->op, comm, inner,
+                                       c->coll_ireduce_scatter_module);
+    case RE_REDUCE_SCATTER_BLOCK:
+        return c->coll_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rdt, a->op, comm, inner,
+                                             c->coll_ireduce_scatter_block_module);
+    case RE_BCAST:
+        return c->coll_ibcast(a->rbuf, a->rcount, a->rdt, a->root, comm, inner, c->coll_ibcast_module);
+    case RE_ALLGATHER:
+        return c->coll_iallgather(a->sbuf, a->scount, sdt, a->rbuf, a->rcount, a->rdt, comm, inner,
+                                  c->coll_iallgather_module);
+    case RE_ALLGATHERV:
+        return c->coll_iallgatherv(a->sbuf, a->scount, sdt, a->rbuf, a->rcounts, a->rdisps, a->rdt, comm, inner,
+                                   c->coll_iallgatherv_module);
+    case RE_ALLTOALL:
+        return c->coll_ialltoall(a->sbuf, a->scount, sdt, a->rbuf, a->rcount, a->rdt, comm, inner,
+                                 c->coll_ialltoall_module);
+    case RE_ALLTOALLV:
+        return c->coll_ialltoallv(a->sbuf, a->scounts, a->sdisps, sdt, a->rbuf, a->rcounts, a->rdisps, a->rdt,
+                                  comm, inner, c->coll_ialltoallv_module);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
+/* The core handed back a call it had queued: the previous component runs it on the
+ * team's own communicator (made by the setup that ran in steps), this rank's device
+ * buffers staged through host memory around it (copied back when it completes). */
+static void hand_back_queued(mca_coll_strata_request_t *r)
+{
+    const replay_t *a = &r->replay;
+    ompi_request_t *inner = NULL;
+    const void *sb = a->sbuf;
+    void *rb = a->rbuf;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
+    int rc;
+    if (RE_NONE == a->kind || NULL == r->m->wire) {
+        opal_output(0, "coll:strata: %s on %s: handing the call back to the previous component failed: %s", r->name,
+                    r->m->comm->c_name,
+                    RE_NONE == a->kind ? "no record of its arguments" : "strata's own communicator could not be made");
+        finish(r, MPI_ERR_INTERN);
+        return;
+    }
+    if (NULL != r->inner) {   /* a persistent call's previous start */
+        (void) ompi_request_free(&r->inner);
+    }
+    if (r->staged) {
+        (void) mca_coll_strata_pair_out(&r->stage, 0, MPI_SUCCESS);
+        r->staged = 0;
+    }
+    r->copy_back = 0;
+    if ((MPI_IN_PLACE != a->sbuf && NULL != a->sbuf && mca_coll_strata_is_device(a->sbuf)) ||
+        (NULL != a->rbuf && mca_coll_strata_is_device(a->rbuf))) {
+        replay_spans(r, &slo, &slen, &rlo, &rlen);
+        mca_coll_strata_say_staging(r->name);
+        rc = mca_coll_strata_pair_in(&r->stage, a->sbuf, slo, slen, a->rbuf, rlo, rlen);
+        if (MPI_SUCCESS != rc) {
+            finish(r, rc);
+            return;
+        }
+        r->staged = 1;
+        r->copy_back = RE_REDUCE != a->kind || ompi_comm_rank(r->m->comm) == a->root;
+        sb = r->stage.su;
+        rb = r->stage.ru;
+    }
+    rc = replay_start(r, sb, rb, r->m->wire, &inner);
+    if (MPI_SUCCESS != rc) {
+        finish(r, rc);
+        return;
+    }
+    r->inner = inner;
+    (void) ompi_request_set_callback(inner, inner_done, r);
+}
+
 /* The core's call ended (from strata_progress). */
 static void core_done(void *ctx, strata_status_t st)
 {
     mca_coll_strata_request_t *r = (mca_coll_strata_request_t *) ctx;
-    int i, rc = mca_coll_strata_status_to_mpi(st, r->m, r->name);
+    int i, rc;
+    if (STRATA_FALLBACK == st) {
+        hand_back_queued(r);
+        return;
+    }
+    rc = mca_coll_strata_status_to_mpi(st, r->m, r->name);
     if (STRATA_OK == st && NULL != r->variant) {   /* the MPI call by its own name, as blocking ones */
         mca_coll_strata_log_variant(r->m, r->core_coll, r->variant, r->variant_bytes,
                                     r->how.persistent ? ", persistent" : ", nonblocking");
@@ -309,6 +494,7 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
     r->m = m;
     r->name = name;
     r->how.persistent = persistent;
+    r->how.internal = mca_coll_strata_entered_internal();
     r->how.complete = core_done;
     r->how.ctx = r;
     OBJ_RETAIN(m->comm);   /* the team must outlive the call */
@@ -316,6 +502,42 @@ static mca_coll_strata_request_t *request_new(mca_coll_strata_module_t *m, const
         start_progress();
     }
     return r;
+}
+
+/* Keeps the call as the application made it (hand_back_queued). */
+static void keep_call(mca_coll_strata_request_t *r, replay_kind_t kind, const void *sbuf, void *rbuf, int scount,
+                      int rcount, int root, const int *scounts, const int *sdisps, const int *rcounts,
+                      const int *rdisps, struct ompi_datatype_t *sdt, struct ompi_datatype_t *rdt,
+                      struct ompi_op_t *op)
+{
+    replay_t *a;
+    if (NULL == r) {
+        return;
+    }
+    a = &r->replay;
+    if (MPI_IN_PLACE == sbuf) {
+        sdt = NULL;   /* ignored by MPI, and may be anything */
+    }
+    a->kind = kind;
+    a->sbuf = sbuf;
+    a->rbuf = rbuf;
+    a->scount = scount;
+    a->rcount = rcount;
+    a->root = root;
+    a->scounts = scounts;
+    a->sdisps = sdisps;
+    a->rcounts = rcounts;
+    a->rdisps = rdisps;
+    a->sdt = sdt;
+    a->rdt = rdt;
+    a->op = op;
+    OBJ_RETAIN(rdt);
+    if (NULL != sdt) {
+        OBJ_RETAIN(sdt);
+    }
+    if (NULL != op) {
+        OBJ_RETAIN(op);
+    }
 }
 
 /* An MPI variant strata serves with another core collective: its log line names it. */
@@ -508,6 +730,8 @@ static int reduce_nb(mca_coll_strata_module_t *m, const void *sbuf, void *rbuf, 
         if (NULL == r) {
             return MPI_ERR_NO_MEM;
         }
+        keep_call(r, all ? RE_ALLREDUCE : RE_REDUCE, sbuf, rbuf, 0, count, root, NULL, NULL, NULL, NULL, NULL,
+                  dtype, op);
         if (packed) {
             s = as_bytes(r, MPI_IN_PLACE == sbuf ? rbuf : sbuf, count, dtype, 1, 0);
             d = is_root ? as_bytes(r, rbuf, count, dtype, 0, 1) : NULL;
@@ -614,6 +838,8 @@ static int reduce_scatter_nb(mca_coll_strata_module_t *m, const char *name, cons
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
         name_variant(r, NULL == rcounts ? "reduce_scatter_block" : NULL, STRATA_COLL_REDUCE_SCATTER, total * size);
+        keep_call(r, NULL == rcounts ? RE_REDUCE_SCATTER_BLOCK : RE_REDUCE_SCATTER, sbuf, rbuf, 0, rcount, 0, NULL,
+                  NULL, rcounts, NULL, NULL, dtype, op);
         const void *s = sbuf;
         void *d = rbuf;
         if (NULL == r) {
@@ -719,6 +945,7 @@ static int bcast_nb(mca_coll_strata_module_t *m, void *buf, int count, struct om
         if (NULL == r) {
             return MPI_ERR_NO_MEM;
         }
+        keep_call(r, RE_BCAST, NULL, buf, 0, count, root, NULL, NULL, NULL, NULL, NULL, dtype, NULL);
         b = as_bytes(r, buf, count, dtype, is_root, !is_root);
         if (NULL == b || (!persistent && MPI_SUCCESS != run_packs(r))) {
             return local_failure(r, STRATA_COLL_BCAST, STRATA_ERR_NOMEM, "packing the datatype failed", bytes,
@@ -793,6 +1020,8 @@ static int allgather_nb(mca_coll_strata_module_t *m, const char *name, const voi
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
         name_variant(r, NULL != rcounts ? "allgatherv" : NULL, STRATA_COLL_ALLGATHER, total);
+        keep_call(r, NULL != rcounts ? RE_ALLGATHERV : RE_ALLGATHER, sbuf, rbuf, scount, rcount, 0, NULL, NULL,
+                  rcounts, disps, sdtype, rdtype, NULL);
         const char *bad = NULL;
         const void *s = STRATA_IN_PLACE;
         char *base = (char *) rbuf;
@@ -964,6 +1193,8 @@ static int alltoall_nb(mca_coll_strata_module_t *m, const char *name, const void
     if (NULL == why) {
         mca_coll_strata_request_t *r = request_new(m, name, persistent);
         name_variant(r, uniform ? NULL : "alltoallv", STRATA_COLL_ALLTOALL, total);
+        keep_call(r, uniform ? RE_ALLTOALL : RE_ALLTOALLV, sbuf, rbuf, scount, rcount, 0, scounts, sdisps, rcounts,
+                  rdisps, sdtype, rdtype, NULL);
         const char *bad = NULL;
         char *sb = (char *) sbuf, *rb = (char *) rbuf;
         if (NULL == r) {

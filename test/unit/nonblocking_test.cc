@@ -139,15 +139,22 @@ TEST(Nonblocking, EveryCollectiveOutstandingAtOnceOnTwoNodes) { every_collective
 TEST(Nonblocking, EveryCollectiveOutstandingAtOnceOnOneNode) { every_collective_outstanding({5, 5, 5}); }
 TEST(Nonblocking, EveryCollectiveOutstandingAtOnceOneRankPerNode) { every_collective_outstanding({0, 1, 2}); }
 
-TEST(Nonblocking, ATeamNotSetUpHandsNonblockingCallsBackUntilItsFirstBlockingCall) {
+// A team's first call nonblocking: setup runs in steps behind it and it is served; the
+// stack's own call (internal) never starts a setup, and is handed back.
+TEST(Nonblocking, ATeamNeverSetUpSetsUpInStepsAtItsFirstNonblockingCall) {
     strata_test::ThreadJob job(2);
     job.run([&](int rank) {
         strata_team_t *t = make_team(job, rank, {0, 0}, host_config());
         int v = rank, out = 0;
         strata_request_t *req = reinterpret_cast<strata_request_t *>(&v);
-        EXPECT_EQ(strata_iallreduce(t, &v, &out, 1, STRATA_INT32, STRATA_OP_SUM, nullptr, &req), STRATA_FALLBACK);
+        strata_start_t stack_own{0, nullptr, nullptr, 1};
+        EXPECT_EQ(strata_iallreduce(t, &v, &out, 1, STRATA_INT32, STRATA_OP_SUM, &stack_own, &req), STRATA_FALLBACK);
         EXPECT_EQ(req, nullptr);
-        set_up(t, 2);
+        ASSERT_EQ(strata_iallreduce(t, &v, &out, 1, STRATA_INT32, STRATA_OP_SUM, nullptr, &req), STRATA_OK);
+        ASSERT_NE(req, nullptr);
+        EXPECT_EQ(wait(req), STRATA_OK);
+        EXPECT_EQ(out, 1);
+        strata_request_free(req);
         ASSERT_EQ(strata_iallreduce(t, &v, &out, 1, STRATA_INT32, STRATA_OP_SUM, nullptr, &req), STRATA_OK);
         EXPECT_EQ(wait(req), STRATA_OK);
         EXPECT_EQ(out, 1);
@@ -155,6 +162,31 @@ TEST(Nonblocking, ATeamNotSetUpHandsNonblockingCallsBackUntilItsFirstBlockingCal
         // Zero bytes: nothing to do, no request.
         EXPECT_EQ(strata_iallreduce(t, &v, &out, 0, STRATA_INT32, STRATA_OP_SUM, nullptr, &req), STRATA_OK);
         EXPECT_EQ(req, nullptr);
+        strata_team_destroy(t);
+    });
+}
+
+// Calls queued behind a setup in steps are decided at the head of the queue: one the
+// built-in host rules hand back completes with STRATA_FALLBACK (the glue then starts it
+// in the previous component), on every rank; a large one after it is served.
+TEST(Nonblocking, ACallQueuedBehindSetupIsHandedBackAtTheHeadOfTheQueue) {
+    strata_test::ThreadJob job(2);
+    job.run([&](int rank) {
+        strata_config_t cfg = host_config();
+        cfg.host_handback = 1;  // allreduce up to 8 KiB: handed back
+        strata_team_t *t = make_team(job, rank, {0, 1}, cfg);
+        int v = rank, out = -1;
+        std::vector<int> in(4096, rank + 1), sum(4096, 0);
+        strata_request_t *small = nullptr, *large = nullptr;
+        ASSERT_EQ(strata_iallreduce(t, &v, &out, 1, STRATA_INT32, STRATA_OP_SUM, nullptr, &small), STRATA_OK);
+        ASSERT_EQ(strata_iallreduce(t, in.data(), sum.data(), in.size(), STRATA_INT32, STRATA_OP_SUM, nullptr, &large),
+                  STRATA_OK);
+        EXPECT_EQ(wait(small), STRATA_FALLBACK);
+        EXPECT_EQ(out, -1);  // untouched: the previous component's to do
+        EXPECT_EQ(wait(large), STRATA_OK);
+        EXPECT_EQ(sum[4095], 3);
+        strata_request_free(small);
+        strata_request_free(large);
         strata_team_destroy(t);
     });
 }

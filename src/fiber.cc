@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// src/fiber.cc - blocking code run in steps (see fiber.h).
+#include "fiber.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace strata {
+
+namespace {
+// Setup runs the driver's calls (GPU regions, kernels) and Open MPI's: a generous
+// stack, of which only the pages touched are ever backed.
+constexpr size_t kStackBytes = size_t(4) << 20;
+thread_local Fiber *tl_current = nullptr;
+}  // namespace
+
+Fiber::Fiber(std::function<void()> body) : body_(std::move(body)), stack_bytes_(kStackBytes) {
+    void *p = mmap(nullptr, stack_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    stack_ = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+}
+
+Fiber::~Fiber() {
+    if (stack_ != nullptr) munmap(stack_, stack_bytes_);
+}
+
+void Fiber::entry(unsigned lo, unsigned hi) {
+    Fiber *f = reinterpret_cast<Fiber *>(uintptr_t(lo) | (uintptr_t(hi) << 32));
+    f->body_();
+    f->ended_ = true;
+    // Returning ends the context; uc_link takes the thread back to the last resume.
+}
+
+bool Fiber::resume() {
+    if (ended_) return true;
+    if (stack_ == nullptr) {  // no stack: the body runs to its end here, waits and all
+        ended_ = true;
+        body_();
+        return true;
+    }
+    // Not from inside itself (its own waits may progress the team that runs it).
+    if (tl_current == this || (pins_ > 0 && last_ != std::this_thread::get_id())) return false;
+    if (!started_) {
+        started_ = true;
+        getcontext(&self_);
+        self_.uc_stack.ss_sp = stack_;
+        self_.uc_stack.ss_size = stack_bytes_;
+        self_.uc_link = &back_;
+        const uintptr_t me = reinterpret_cast<uintptr_t>(this);
+        makecontext(&self_, reinterpret_cast<void (*)()>(&Fiber::entry), 2, unsigned(me & 0xffffffffu),
+                    unsigned(me >> 32));
+    }
+    last_ = std::this_thread::get_id();
+    Fiber *outer = tl_current;
+    tl_current = this;
+    swapcontext(&back_, &self_);
+    tl_current = outer;
+    return ended_;
+}
+
+void Fiber::yield() {
+    Fiber *f = tl_current;
+    if (f == nullptr || f->stack_ == nullptr) return;
+    swapcontext(&f->self_, &f->back_);
+}
+
+Fiber *Fiber::current() { return tl_current; }
+
+Fiber::Pin::Pin() : f(tl_current) {
+    if (f) ++f->pins_;
+}
+
+Fiber::Pin::~Pin() {
+    if (f) --f->pins_;
+}
+
+}  // namespace strata
