@@ -192,6 +192,8 @@ class Machine:
         self.engine_us = float(m["step"]["engine_us"])    # added to each copy/reduce
         self.launch_us = float(m["step"].get("launch_us", 0.0))  # device: host cost to enqueue one
         self.flag_us = float(m["flag_us"])
+        # A flag a GPU stream waits on (swait): seen this long after it is raised.
+        self.stream_flag_us = float(m.get("stream_flag_us", self.flag_us))
         self.cores = m.get("cores")                       # CPUs all ranks share (host runs)
         self.transfer_holds_cpu = bool(m.get("transfer_holds_cpu", False))
         self.zero_copy_above = m.get("zero_copy_above")   # host dumps: copy-in steps vanish
@@ -231,6 +233,21 @@ class Machine:
             t = max(t, remote * nbytes / 1e3 / self.peer(nbytes))
         return self.engine_us + t
 
+    def multi_us(self, kind, nbytes, srcs, dsts, rsrcs, rdsts, foot):
+        """A copy or reduction that reads srcs operands and writes dsts results of nbytes
+        each, rsrcs and rdsts of them node peers' memory (one kernel): the local shares at
+        the memory's rate, the remote ones over the rank's NVLink, which the peers' own
+        kernels load as much the other way (a symmetric schedule: a peer reads this rank's
+        operand while this rank reads its), so its remote bytes both ways count."""
+        local = (srcs - rsrcs + dsts - rdsts) * nbytes
+        if kind == "copy":
+            t = self.copy.us(local / 2.0, nbytes, foot)  # copy rates count bytes copied
+        else:
+            t = self.reduce.us(local, nbytes, foot)
+        if self.peer and rsrcs + rdsts:
+            t = max(t, (rsrcs + rdsts) * nbytes / 1e3 / self.peer(nbytes))
+        return self.engine_us + t
+
 
 # ---------------------------------------------------------------- simulation
 
@@ -257,7 +274,7 @@ def _remote_readers(steps, rank, local_size):
         out = set()
         for d in steps[i].get("deps", []):
             s = steps[d]
-            if s["kind"] == "wait" and s.get("owner") != rank and s.get("flag") != "done":
+            if s["kind"] in ("wait", "swait") and s.get("owner") != rank and s.get("flag") != "done":
                 out.add(s["owner"])
             elif s["kind"] == "nop":
                 out |= owners(d)
@@ -296,6 +313,9 @@ def _copy_ins(steps, rank):
     return out
 
 
+# Stream-side steps and what they are on a run without a stream (a host team).
+HOST_KIND = {"swait": "wait", "swrite": "signal"}
+
 ZERO_COPY_ALGS = {("allreduce", "hier_ring"), ("bcast", "hier_chain"), ("bcast", "hier_tree")}
 
 
@@ -309,6 +329,10 @@ def simulate(job, mc):
     served). A wait completes flag_us after the signal it needs (at once for this
     rank's own flags, or for value -1: the previous call's end). A transfer starts when
     both sides are posted (eager ones when the send is) and the links are free.
+    Device runs: a stream-side wait (swait) costs no host work and ends stream_flag_us
+    after the flag is raised; a stream-side write (swrite) raises it when its deps are
+    done; a kernel that depends on either is launched as soon as they are enqueued.
+    A copy/reduce with dsts/remote_srcs/remote_dsts is one multi-peer kernel (multi_us).
     """
     n = job.size
     mc = mc.for_ranks(n)
@@ -323,6 +347,9 @@ def simulate(job, mc):
     bounce = mc.device and not mc.direct_transfers
 
     steps = job.steps
+    if not mc.device:  # no stream: a stream-side wait or write is the host's
+        steps = [[dict(s, kind=HOST_KIND[s["kind"]]) if s["kind"] in HOST_KIND else s for s in r]
+                 for r in steps]
     ndeps = [[len(s.get("deps", [])) for s in r] for r in steps]
     users = [[[] for _ in r] for r in steps]
     for r in range(n):
@@ -354,6 +381,36 @@ def simulate(job, mc):
                 pair[(s["peer"], si)] = (r, i)
                 pair[(r, i)] = (s["peer"], si)
 
+    # Stream-side waits and writes (swait, swrite) cost the host nothing and are enqueued
+    # as soon as their own deps are: a kernel that depends on one is "split", launched
+    # once its deps are enqueued (those on the host side: done), started once all are done.
+    stream_side = [[s["kind"] in HOST_KIND for s in r] for r in steps]
+    split = [[stream_side[r][i] or (s["kind"] in ("copy", "reduce") and
+                                    any(stream_side[r][d] for d in s.get("deps", [])))
+              for i, s in enumerate(steps[r])] for r in range(n)]
+    hdeps = [[len(s.get("deps", [])) for s in r] for r in steps]
+    launched = [{} for _ in range(n)]   # split kernels: when the host launched them
+    ready_at = [{} for _ in range(n)]   # split kernels ready before their launch
+
+    def host_ready(r, u, t):
+        hdeps[r][u] -= 1
+        if hdeps[r][u] == 0:
+            push(t, "issued" if stream_side[r][u] else "launch", r, u)
+
+    def engine_us(r, i, s):
+        nbytes = s.get("bytes", 0)
+        if any(f in s for f in ("dsts", "remote_srcs", "remote_dsts")):
+            # A multi-peer kernel: a missing remote_srcs is inferred as for other steps,
+            # a missing remote_dsts is every destination but the rank's own.
+            dsts = s.get("dsts", 1)
+            srcs = s.get("srcs", 1 if s["kind"] == "copy" else 2)
+            return mc.multi_us(s["kind"], nbytes, srcs, dsts,
+                               s.get("remote_srcs", remote[r].get(i, 0)),
+                               s.get("remote_dsts", dsts - 1), foot)
+        if s["kind"] == "copy":
+            return mc.copy_us(nbytes, remote[r].get(i, 0), foot)
+        return mc.reduce_us(nbytes, s.get("srcs", 2), remote[r].get(i, 0), foot)
+
     cpu_free = [mc.call_us] * n  # the call's own work before its schedule runs
     eng_free = [0.0] * n
     tx_free = defaultdict(float)
@@ -382,14 +439,14 @@ def simulate(job, mc):
         cpu_free[r] = start + dur
         return start + dur
 
-    def flag_time(r, owner, name, value, t):
-        """When a wait of rank r for (owner, name) >= value that is ready at t completes;
-        None while no signal has reached value."""
+    def flag_time(r, owner, name, value, t, lat):
+        """When a wait of rank r for (owner, name) >= value that is ready at t completes,
+        lat after a peer raised it; None while no signal has reached value."""
         if value < 0:
             return t
         for v, ts in flags[(owner, name)]:
             if v >= value:
-                return max(t, ts + (0.0 if owner == r else mc.flag_us))
+                return max(t, ts + (0.0 if owner == r else lat))
         return None
 
     def transfer(sr, si, rr, ri, t):
@@ -422,6 +479,8 @@ def simulate(job, mc):
         for i in range(len(steps[r])):
             if ndeps[r][i] == 0:
                 push(mc.call_us, "ready", r, i)
+                if stream_side[r][i]:
+                    push(mc.call_us, "issued", r, i)
 
     while heap:
         t, _, kind, r, i = heapq.heappop(heap)
@@ -431,20 +490,32 @@ def simulate(job, mc):
             if done[r][i] is not None:
                 continue
             done[r][i] = t
-            if k == "signal":
+            if k in ("signal", "swrite"):
                 key = (s["owner"], s["flag"])
                 flags[key].append((s["value"], t))
                 keep = []
-                for (v, wr, wi, wt) in waiters[key]:
+                for (v, wr, wi, wt, lat) in waiters[key]:
                     if v <= s["value"]:
-                        push(max(wt, t + (0.0 if s["owner"] == wr else mc.flag_us)), "done", wr, wi)
+                        push(max(wt, t + (0.0 if s["owner"] == wr else lat)), "done", wr, wi)
                     else:
-                        keep.append((v, wr, wi, wt))
+                        keep.append((v, wr, wi, wt, lat))
                 waiters[key] = keep
             for u in users[r][i]:
                 ndeps[r][u] -= 1
                 if ndeps[r][u] == 0:
                     push(t, "ready", r, u)
+                if split[r][u] and not stream_side[r][i]:
+                    host_ready(r, u, t)
+            continue
+        if kind == "issued":  # a stream-side step is enqueued: steps split on it may launch
+            for u in users[r][i]:
+                if split[r][u]:
+                    host_ready(r, u, t)
+            continue
+        if kind == "launch":  # a split kernel's deps are enqueued: the host launches it
+            launched[r][i] = cpu_work(r, t, mc.cpu_us + mc.launch_us)
+            if i in ready_at[r]:
+                push(ready_at[r].pop(i), "ready", r, i)
             continue
         if kind == "xfer":  # both sides of a rendezvous transfer are posted
             rr, ri = pair[(r, i)]
@@ -453,29 +524,33 @@ def simulate(job, mc):
         # kind == "ready": every dependency of step i is done at t.
         if k == "nop":
             push(t, "done", r, i)
-        elif k == "wait":
-            ft = flag_time(r, s["owner"], s["flag"], s["value"], t)
+        elif k in ("wait", "swait"):
+            lat = mc.flag_us if k == "wait" else mc.stream_flag_us
+            ft = flag_time(r, s["owner"], s["flag"], s["value"], t, lat)
             if ft is not None:
                 push(ft, "done", r, i)
             else:
-                waiters[(s["owner"], s["flag"])].append((s["value"], r, i, t))
+                waiters[(s["owner"], s["flag"])].append((s["value"], r, i, t, lat))
+        elif k == "swrite":  # the stream writes the flag when it gets there: no host work
+            push(t, "done", r, i)
         elif k == "signal":
             push(cpu_work(r, t, mc.cpu_us), "done", r, i)
         elif k in ("copy", "reduce"):
             if i in free_copy[r]:
                 push(t, "done", r, i)
                 continue
-            nbytes = s.get("bytes", 0)
-            if k == "copy":
-                dur = mc.copy_us(nbytes, remote[r].get(i, 0), foot)
-            else:
-                dur = mc.reduce_us(nbytes, s.get("srcs", 2), remote[r].get(i, 0), foot)
+            if split[r][i] and i not in launched[r]:
+                ready_at[r][i] = t  # all deps done before the host launched it
+                continue
+            dur = engine_us(r, i, s)
             busy_eng[r] += dur
             if shared_engine:
                 end = cpu_work(r, t, mc.cpu_us + dur)
+            elif split[r][i]:
+                start = max(t, launched[r][i], eng_free[r])
+                end = eng_free[r] = start + dur
             else:
-                launched = cpu_work(r, t, mc.cpu_us + mc.launch_us)
-                start = max(launched, eng_free[r])
+                start = max(cpu_work(r, t, mc.cpu_us + mc.launch_us), eng_free[r])
                 end = eng_free[r] = start + dur
             push(end, "done", r, i)
         elif k in ("send", "recv"):
