@@ -26,6 +26,7 @@
 
 #include "mem/classify.h"
 #include "mem/cuda_kernels.h"
+#include "mem/kernel_body.h"
 #include "mem/ops.h"
 #include "topo/cuda_api.h"
 
@@ -418,8 +419,10 @@ private:
     Status fold(cu::CUfunction f, int k, void *dst, void *acc, const void *const *srcs, int nsrc, size_t count) {
         if (acc == nullptr) acc = dst;
         unsigned long long n = count;
+        // Sized by 16-byte vectors (kernel_body.h); past kMaxBlocks the threads loop.
+        const unsigned long long threads = kern::launch_threads(count, strata_dtype_size(kern::kKernels[k].dtype));
         const unsigned blocks = static_cast<unsigned>(
-            std::min<size_t>((count + kern::kThreads - 1) / kern::kThreads, kMaxBlocks));
+            std::max<unsigned long long>(1, std::min<unsigned long long>(div_up(threads, kern::kThreads), kMaxBlocks)));
         int done = 0;
         while (done < nsrc) {
             kern::Srcs s{};

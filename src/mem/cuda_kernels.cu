@@ -9,6 +9,7 @@
 #include "strata.h"
 #include "mem/ops.h"
 #include "mem/cuda_kernels.h"
+#include "mem/kernel_body.h"
 
 namespace strata {
 namespace kern {
@@ -47,52 +48,17 @@ template <> struct functor<STRATA_OP_BXOR> { using type = ops::Bxor; };
 template <> struct functor<STRATA_OP_MAXLOC> { using type = ops::Maxloc; };
 template <> struct functor<STRATA_OP_MINLOC> { using type = ops::Minloc; };
 
-// 16 bytes of T: what one thread loads at once where every operand is 16-byte aligned.
-template <class T>
-struct alignas(16) Vec16 {
-    T v[16 / sizeof(T)];
-};
-
-// Grid-stride: each element is read from every source, then written once, so dst may
-// alias a source. Left to right, as MPI folds. Where dst and every source are 16-byte
-// aligned (the same for every thread of the launch), each thread moves 16 bytes per
-// operand at a time (one 128-bit load: 16 bool or int8 elements, 2 doubles), the
-// width that keeps HBM and NVLink busy; the rest (or every element, when an operand
-// is only aligned for T, as the domain guarantees) goes one element at a time.
+// One launch: every thread of the grid does its share (kernel_body.h, where the split
+// and the 16-byte vectors are explained and tested on the host).
 template <strata_dtype_t D, strata_op_t O>
-__device__ __forceinline__ void reduce(void *dst_v, const Srcs &s, int nsrc, unsigned long long count) {
+__device__ __forceinline__ void reduce(void *dst, const Srcs &s, int nsrc, unsigned long long count) {
     using T = typename ctype<D>::type;
-    using Op = typename functor<O>::type;
-    const Op op{};
-    T *dst = static_cast<T *>(dst_v);
-    const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-    const unsigned long long first = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    unsigned long long done = 0;
-    if constexpr (sizeof(T) <= 16 && 16 % sizeof(T) == 0) {
-        uintptr_t bits = reinterpret_cast<uintptr_t>(dst_v);
-        for (int k = 0; k < nsrc; ++k) bits |= reinterpret_cast<uintptr_t>(s.p[k]);
-        if (bits % 16 == 0) {
-            using V = Vec16<T>;
-            constexpr int kPer = 16 / sizeof(T);
-            const unsigned long long nvec = count / kPer;
-            V *vdst = static_cast<V *>(dst_v);
-            for (unsigned long long i = first; i < nvec; i += stride) {
-                V acc = static_cast<const V *>(s.p[0])[i];
-                for (int k = 1; k < nsrc; ++k) {
-                    const V b = static_cast<const V *>(s.p[k])[i];
+    const T *src[kMaxSrcs];
 #pragma unroll
-                    for (int e = 0; e < kPer; ++e) acc.v[e] = op(acc.v[e], b.v[e]);
-                }
-                vdst[i] = acc;
-            }
-            done = nvec * kPer;
-        }
-    }
-    for (unsigned long long i = done + first; i < count; i += stride) {
-        T acc = static_cast<const T *>(s.p[0])[i];
-        for (int k = 1; k < nsrc; ++k) acc = op(acc, static_cast<const T *>(s.p[k])[i]);
-        dst[i] = acc;
-    }
+    for (int k = 0; k < kMaxSrcs; ++k) src[k] = static_cast<const T *>(s.p[k]);
+    const unsigned long long t = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const unsigned long long n = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+    reduce_part<T, typename functor<O>::type>(static_cast<T *>(dst), src, nsrc, count, t, n);
 }
 
 // Checked (on the host side) for every entry of the list.
