@@ -2,7 +2,9 @@
 #
 # Spack recipe for strata (coll/strata, an Open MPI collective component). Put it in a
 # Spack package repository as strata/package.py in its packages folder (docs/admin.md,
-# "Spack"). Written for Spack 0.22 and later (1.x included); not yet run by Spack.
+# "Spack"). Run by Spack 0.23.0.dev0 against Debian's Open MPI 4.1.4, hwloc, UCX and a
+# CUDA toolkit as externals (contrib/check-spack repeats that run); written for Spack 0.22
+# and later, 1.x included, where it has not been run.
 #
 # strata has no public download site: a centre serves the release tarball
 # (strata-VERSION.tar.gz from `make dist`) from a Spack source mirror, where Spack
@@ -12,6 +14,7 @@
 # sha256 of its own tarball (sha256sum strata-VERSION.tar.gz).
 
 import os
+import re
 
 from spack.package import *
 
@@ -19,6 +22,15 @@ try:  # Spack 1.x: the build systems live in the builtin package repository
     from spack_repo.builtin.build_systems.autotools import AutotoolsPackage
 except ImportError:  # Spack 0.2x: spack.package exports them
     pass
+
+# The compilers a package needs are dependencies on languages from Spack 0.23.0 on (1.x:
+# virtuals that compiler packages provide). Before, every package gets the compiler and
+# a Spack that does not know "c" as a language takes depends_on("c") for a package named
+# c, which nothing provides: the concretizer stops ("Package 'c' not found").
+try:
+    from spack.directives import SUPPORTED_LANGUAGES as _SPACK_LANGUAGES
+except ImportError:  # Spack 1.x: c and cxx are virtuals of the compiler packages
+    _SPACK_LANGUAGES = ("c", "cxx")
 
 
 class Strata(AutotoolsPackage):
@@ -42,8 +54,10 @@ class Strata(AutotoolsPackage):
     # A component is built for one Open MPI series (4.1: coll API 2.0.0, 5.0: 2.4.0) and
     # needs Open MPI's internal development headers (ompi/mca/coll/coll.h, opal_config.h).
     depends_on("openmpi@4.1.0:4.1,5.0.0:5.0")
-    depends_on("c", type="build")
-    depends_on("cxx", type="build")
+    if "c" in _SPACK_LANGUAGES:
+        depends_on("c", type="build")
+    if "cxx" in _SPACK_LANGUAGES:
+        depends_on("cxx", type="build")
     depends_on("pkgconfig", type="build")
     depends_on("hwloc@2:", when="+hwloc")
     depends_on("ucx", when="+ucx")
@@ -101,15 +115,21 @@ class Strata(AutotoolsPackage):
         env.prepend_path("OMPI_MCA_mca_base_component_path", self.prefix.lib.openmpi)
         env.prepend_path("OMPI_MCA_mca_base_component_path", self._ompi_component_dir())
 
-    @run_after("install")
+    # strata-info is built with hwloc only (its node report is hwloc's).
+    @run_after("install", when="+hwloc")
     @on_package_attributes(run_tests=True)
     def check_strata_info(self):
-        """strata-info reports whether this build matches the Open MPI it runs with."""
-        for name in ("strata-info",):
-            exe = join_path(self.prefix.bin, name)
-            if os.path.exists(exe):
-                out = Executable(exe)(output=str, error=str)
-                if "this build matches the installed Open MPI" not in out:
-                    raise InstallError("strata-info: the build does not match its Open MPI:\n" + out)
-                return
-        raise InstallError("no strata-info in " + self.prefix.bin)
+        """strata-info, with the component path a loaded package sets, must find the
+        component loadable and built for the Open MPI it runs with (it exits 3 when the
+        component would not load)."""
+        exe = join_path(self.prefix.bin, "strata-info")
+        if not os.path.exists(exe):
+            raise InstallError("no strata-info in " + self.prefix.bin)
+        path = self._ompi_component_dir() + ":" + self.prefix.lib.openmpi
+        out = Executable(exe)(
+            output=str, error=str, fail_on_error=False,
+            extra_env={"OMPI_MCA_mca_base_component_path": path},
+        )
+        loads = re.search(r"^\s*loads\s+yes\b", out, re.MULTILINE)
+        if not loads or "this build matches the installed Open MPI" not in out:
+            raise InstallError("strata-info: the component does not load or does not match its Open MPI:\n" + out)
