@@ -49,7 +49,7 @@ class Strata(AutotoolsPackage):
 
     variant("cuda", default=True, description="GPU buffers: the CUDA memory domain and kernels (the driver is loaded at run time)")
     variant("hwloc", default=True, description="GPU and NIC locality from hwloc")
-    variant("ucx", default=False, description="UCX for the inter-node channel")
+    variant("ucx", default=False, description="the UCX point-to-point channel between nodes (coll_strata_p2p_channel=ucx)")
 
     # A component is built for one Open MPI series (4.1: coll API 2.0.0, 5.0: 2.4.0) and
     # needs Open MPI's internal development headers (ompi/mca/coll/coll.h, opal_config.h).
