@@ -18,6 +18,11 @@
  * device-to-device copy measured at the start on every rank at once. No GPU (or no
  * driver): exit 77 with the reason. On host buffers, %mcpy compares it the same way
  * with memcpy (1 to 64 MiB, every rank at once): how far strata is from the limit.
+ * On the fake CUDA driver (test/fakecuda) --device also prints what strata's timed calls
+ * asked of the GPU, from the driver's counters (fakecuda_counters): kernel launches,
+ * copies and host waits per call (the most of any rank), and device bytes read plus
+ * written per call relative to the size S (the mean over ranks, and the most of any
+ * rank); "-" on a real driver, which counts nothing.
  *
  * When the info key cannot be honoured, run the job twice instead (perf/compare
  * does this): --single prints the strata columns only, once with the component
@@ -29,6 +34,7 @@
  * busbw factors: allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n;
  * bcast and reduce 1.
  */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +42,7 @@
 #include <string.h>
 
 #include "perf/bench_common.h"
+#include "test/fakecuda/fakecuda.h"
 
 static const struct { const char *name; coll_t id; } coll_names[] = {
     { "allreduce", C_ALLREDUCE }, { "allgather", C_ALLGATHER },
@@ -142,21 +149,64 @@ static long check_once(const shape_t *s, const side_t *d, void *sb, void *rb)
     return check_call(s->send_elems, s->recv_elems, s->count, sb, rb, run_once_side, &o);
 }
 
-typedef struct { double us; long wrong; } result_t;
+/* ---------------------------------------------------------------- the fake driver's counters
+ * fakecuda_counters of the libcuda.so.1 devbuf loaded: NULL on a real driver. */
+static int (*fake_counters)(struct fakecuda_counters *);
+
+static void find_counters(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib) *(void **)&fake_counters = dlsym(lib, "fakecuda_counters");
+}
+
+/* What the timed calls asked of the GPU, per call: launches, copies and host waits (the
+ * most of any rank), device bytes (mean and most of any rank). have: every rank counted. */
+enum { K_LAUNCH, K_COPY, K_HWAIT, K_MAXB, K_N };
+typedef struct { int have; double per_call[K_N], mean_bytes; } counts_t;
+
+static struct fakecuda_counters counters_now(void)
+{
+    struct fakecuda_counters c;
+    memset(&c, 0, sizeof c);
+    if (fake_counters) fake_counters(&c);
+    return c;
+}
+
+static counts_t counts_of(const struct fakecuda_counters *a, const struct fakecuda_counters *b, MPI_Comm ctl)
+{
+    counts_t r;
+    double mine[K_N] = {
+        (double)(b->launches - a->launches) / iters, (double)(b->copies - a->copies) / iters,
+        (double)(b->host_waits - a->host_waits) / iters,
+        (double)(b->dev_read - a->dev_read + b->dev_written - a->dev_written) / iters,
+    }, sum;
+    int have = fake_counters != NULL;
+    MPI_Allreduce(&have, &r.have, 1, MPI_INT, MPI_MIN, ctl);
+    MPI_Allreduce(mine, r.per_call, K_N, MPI_DOUBLE, MPI_MAX, ctl);
+    MPI_Allreduce(&mine[K_MAXB], &sum, 1, MPI_DOUBLE, MPI_SUM, ctl);
+    r.mean_bytes = sum / nranks;
+    return r;
+}
+
+typedef struct { double us; long wrong; counts_t counts; } result_t;
 
 static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, MPI_Comm ctl)
 {
-    result_t r = { 0, 0 };
+    result_t r;
+    memset(&r, 0, sizeof r);
     long w = check ? check_once(s, d, sb, rb) : 0;
     for (int k = 0; k < warmup; k++) run_side(s, d, sb, rb);
     MPI_Barrier(ctl);
+    struct fakecuda_counters c0 = counters_now();
     double t0 = MPI_Wtime();
     for (int k = 0; k < iters; k++) run_side(s, d, sb, rb);
+    struct fakecuda_counters c1 = counters_now();   /* before the sync below, which is ours */
     if (on_device) devbuf_sync();    /* nothing left running on the GPU counts as done */
     double mean = (MPI_Wtime() - t0) / iters * 1e6;
     /* reductions of the results run on the control communicator (never strata) */
     MPI_Allreduce(&mean, &r.us, 1, MPI_DOUBLE, MPI_MAX, ctl);
     MPI_Allreduce(&w, &r.wrong, 1, MPI_LONG, MPI_SUM, ctl);
+    if (on_device) r.counts = counts_of(&c0, &c1, ctl);
     return r;
 }
 
@@ -272,15 +322,22 @@ static void print_header(MPI_Comm ctl, double roof, int sharing, size_t used_at_
         else
             printf("# roofline: not measured (a device allocation or copy failed)\n#\n");
     }
+    if (on_device)
+        printf("# strata's timed calls on the GPU (fake driver's counters; - on a real driver): per call,\n"
+               "#   launch, copy, hwait: kernel launches, copies, host waits (the most of any rank);\n"
+               "#   devB/S: device bytes read + written / size (mean over ranks), maxB/S: the most of any rank\n#\n");
+    const char *cols = on_device ? " | %7s %7s %7s %7s %7s" : "";
     if (single)
-        printf("# %10s %11s %7s %5s %11s %11s %11s %7s%s\n", "size(B)", "count", "type", "op",
+        printf("# %10s %11s %7s %5s %11s %11s %11s %7s%s", "size(B)", "count", "type", "op",
                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", on_device ? "  %roof" : "  %mcpy");
     else
-        printf("# %10s %11s %7s %5s | %-42s | %-42s | %6s%s\n# %10s %11s %7s %5s | %9s %10s %10s %8s | %9s %10s %10s %8s | %6s%s\n",
+        printf("# %10s %11s %7s %5s | %-42s | %-42s | %6s%s%s\n# %10s %11s %7s %5s | %9s %10s %10s %8s | %9s %10s %10s %8s | %6s%s",
                "", "", "", "", "strata", on_device ? "staged (host staging, without strata)" : "base (without strata)",
-               "", on_device ? "       " : "",
+               "", on_device ? "       " : "", on_device ? " | strata on the GPU, per call" : "",
                "size(B)", "count", "type", "op", "time(us)", "algbw", "busbw", "#wrong",
                "time(us)", "algbw", "busbw", "#wrong", "ratio", on_device ? "  %roof" : "  %mcpy");
+    printf(cols, "launch", "copy", "hwait", "devB/S", "maxB/S");
+    printf("\n");
     fflush(stdout);
 }
 
@@ -299,6 +356,12 @@ static void print_row(const shape_t *s, result_t rs, result_t rbase, int reducti
                rbase.us / rs.us);
     if (roof > 0) printf(" %6.1f", a1 * s->bus / roof * 100);
     else printf(" %6s", "-");
+    const counts_t *c = &rs.counts;
+    if (on_device && c->have)
+        printf(" | %7.2f %7.2f %7.2f %7.3f %7.3f", c->per_call[K_LAUNCH], c->per_call[K_COPY], c->per_call[K_HWAIT],
+               c->mean_bytes / (double)s->bytes, c->per_call[K_MAXB] / (double)s->bytes);
+    else if (on_device)
+        printf(" | %7s %7s %7s %7s %7s", "-", "-", "-", "-", "-");
     printf("\n");
     fflush(stdout);
 }
@@ -418,6 +481,7 @@ int main(int argc, char **argv)
     double roof = 0;
     size_t used_at_start = 0;
     if (on_device) status = device_init(ctl, &sharing);
+    if (on_device && status == 0) find_counters();
     if (status == 0) {
         size_t largest = 0;     /* the largest buffer of the sweep (host: 1 to 64 MiB, past the caches) */
         for (double b = (double)min_bytes; b <= (double)max_bytes * 1.0000001; b *= factor)

@@ -60,11 +60,15 @@
 //    its opal/mca/common/cuda looks up is here (the selftest lists them), so its
 //    convertor copies, smcuda's IPC handles and events and its host registrations go
 //    through the fake, under the same rules.
+//  - Counters (fakecuda_counters, fakecuda.h): kernel launches, copies, event records,
+//    stream waits and writes, host waits, device bytes read and written, per process,
+//    counted where each operation is issued, so a test can bound what a collective asks
+//    of the GPU without timing it.
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
-// stderr. FAKECUDA_STATS_FILE
-// gets one line of live counts at exit (fakecuda.h). Entry points not defined here are
+// stderr. FAKECUDA_STATS_FILE gets one line of live counts and cumulative counters at
+// exit (fakecuda.h). Entry points not defined here are
 // absent on purpose: a caller fails at dlsym instead of running on a silent stub. The
 // CUDA runtime (cudaLaunchKernel and friends) does not work on it.
 #pragma GCC visibility push(default)  // built with -fvisibility=hidden: export the header's API
@@ -85,6 +89,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -182,6 +187,7 @@ struct CUevent_st {
     unsigned flags;
     std::shared_ptr<EvState> st;  // queued ops hold it too, so destroy never races them
     int fd;                       // interprocess: the memfd holding *st; else -1
+    unsigned long long polled = 0;  // the latest record cuEventQuery saw (host_waits); under g().mu
 };
 
 struct CUstream_st {
@@ -317,6 +323,61 @@ CUresult xlate(CUdeviceptr p, size_t n, bool dev, char **out) {
 }
 
 bool counts_as_device(Kind k) { return k == Kind::Device || k == Kind::Managed || k == Kind::Pool; }
+
+// ---- counters (struct fakecuda_counters, fakecuda.h) -------------------------------------
+// Kept apart from what the entry points do: each calls one of these, once, where the
+// operation it counts has been issued (cuLaunchKernel at its top, and count_bytes for
+// what its kernel reads and writes).
+
+struct Counters {
+    std::atomic<unsigned long long> launches{0}, copies{0}, events_recorded{0}, stream_waits{0}, stream_writes{0},
+        host_waits{0}, dev_read{0}, dev_written{0};
+};
+
+// Never destroyed, as g(): the exit-time stats writer reads it.
+Counters &counters() {
+    static Counters *p = new Counters;
+    return *p;
+}
+
+void bump(std::atomic<unsigned long long> &c) { c.fetch_add(1, std::memory_order_relaxed); }
+
+// Bytes of device memory an issued kernel or copy reads and writes.
+void count_bytes(unsigned long long read, unsigned long long written) {
+    counters().dev_read.fetch_add(read, std::memory_order_relaxed);
+    counters().dev_written.fetch_add(written, std::memory_order_relaxed);
+}
+
+// Whether the byte counts take p as device memory (peers' memory mapped through IPC
+// too; pinned and registered host memory not). Caller holds g().mu.
+bool device_side(CUdeviceptr p) {
+    const Range *r = find(p, nullptr);
+    return r != nullptr && (has_shadow(r) || r->kind == Kind::Managed);
+}
+
+// An issued copy of n bytes from src (0 for a memset) to dst. Takes g().mu.
+void count_copy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    bool to_dev = false, from_dev = false;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        to_dev = device_side(dst);
+        from_dev = src != 0 && device_side(src);
+    }
+    bump(counters().copies);
+    count_bytes(from_dev ? n : 0, to_dev ? n : 0);
+}
+
+// cuEventQuery of e: one host wait per record of e, at the first query that sees it
+// (a poll loop is one wait). Takes g().mu.
+void count_poll(CUevent e) {
+    std::lock_guard<std::mutex> l(g().mu);
+    auto it = g().events.find(e);
+    if (it == g().events.end()) return;
+    const unsigned long long rec = it->second->st->recorded.load();
+    if (rec <= it->second->polled) return;
+    it->second->polled = rec;
+    bump(counters().host_waits);
+}
 
 // This process's device memory (as requested). Caller holds g().mu.
 unsigned long long live_dev_bytes() {
@@ -473,7 +534,9 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool dev_d
         if (rc == OK) rc = xlate(src, n, dev_src, &from);
         if (rc != OK) return rc;
     }
-    return submit(s, [to, from, n] { std::memmove(to, from, n); });
+    if (CUresult rc = submit(s, [to, from, n] { std::memmove(to, from, n); })) return rc;
+    count_copy(dst, src, n);
+    return OK;
 }
 
 CUresult fill(CUdeviceptr dst, unsigned v, size_t n, size_t width, CUstream s) {
@@ -485,10 +548,13 @@ CUresult fill(CUdeviceptr dst, unsigned v, size_t n, size_t width, CUstream s) {
         std::lock_guard<std::mutex> l(g().mu);
         if (CUresult rc = xlate(dst, n * width, true, &to)) return rc;
     }
-    return submit(s, [to, v, n, width] {
-        if (width == 1) std::memset(to, (int)(v & 0xff), n);
-        else for (size_t i = 0; i < n; ++i) std::memcpy(to + 4 * i, &v, 4);
-    });
+    if (CUresult rc = submit(s, [to, v, n, width] {
+            if (width == 1) std::memset(to, (int)(v & 0xff), n);
+            else for (size_t i = 0; i < n; ++i) std::memcpy(to + 4 * i, &v, 4);
+        }))
+        return rc;
+    count_copy(dst, 0, n * width);
+    return OK;
 }
 
 // ---- events -----------------------------------------------------------------------
@@ -658,11 +724,16 @@ void write_stats_at_exit() {
     if (path == nullptr || *path == '\0' || g().forked.load()) return;  // a forked child owns nothing
     struct fakecuda_stats s;
     fakecuda_stats(&s);
+    struct fakecuda_counters c;
+    fakecuda_counters(&c);
     if (FILE *f = std::fopen(path, "a")) {
         std::fprintf(f, "fakecuda pid=%ld dev_allocs=%llu dev_bytes=%llu ipc_open=%llu host_allocs=%llu "
-                        "registered=%llu events=%llu streams=%llu modules=%llu inited=%llu\n",
+                        "registered=%llu events=%llu streams=%llu modules=%llu inited=%llu launches=%llu "
+                        "copies=%llu events_recorded=%llu stream_waits=%llu stream_writes=%llu host_waits=%llu "
+                        "dev_read=%llu dev_written=%llu\n",
                      (long)getpid(), s.dev_allocs, s.dev_bytes, s.ipc_open, s.host_allocs, s.registered,
-                     s.events, s.streams, s.modules, s.inited);
+                     s.events, s.streams, s.modules, s.inited, c.launches, c.copies, c.events_recorded,
+                     c.stream_waits, c.stream_writes, c.host_waits, c.dev_read, c.dev_written);
         std::fclose(f);
     }
 }
@@ -703,6 +774,20 @@ FAKECUDA_API int fakecuda_stats(struct fakecuda_stats *out) {
     }
     out->total_dev_allocs = g().total_dev;
     out->inited = g().inited.load();
+    return 0;
+}
+
+FAKECUDA_API int fakecuda_counters(struct fakecuda_counters *out) {
+    if (out == nullptr) return -1;
+    const Counters &c = counters();
+    out->launches = c.launches.load();
+    out->copies = c.copies.load();
+    out->events_recorded = c.events_recorded.load();
+    out->stream_waits = c.stream_waits.load();
+    out->stream_writes = c.stream_writes.load();
+    out->host_waits = c.host_waits.load();
+    out->dev_read = c.dev_read.load();
+    out->dev_written = c.dev_written.load();
     return 0;
 }
 
@@ -862,6 +947,7 @@ FAKECUDA_API CUresult cuCtxGetDevice(CUdevice *d) {
 
 FAKECUDA_API CUresult cuCtxSynchronize() {
     if (CUresult rc = ready(true)) return rc;
+    bump(counters().host_waits);
     drain_all(false);
     return OK;
 }
@@ -1058,6 +1144,7 @@ FAKECUDA_API CUresult cuStreamSynchronize(CUstream s) {
     if (CUresult rc = ready(false)) return rc;
     std::shared_ptr<CUstream_st> sp;
     if (CUresult rc = lookup_stream(s, &sp)) return rc;
+    bump(counters().host_waits);
     if (sp) drain(sp.get());
     else if (reinterpret_cast<uintptr_t>(s) != 2) drain_all(true);
     return OK;
@@ -1068,7 +1155,9 @@ FAKECUDA_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
     std::shared_ptr<EvState> st = event_state(e);
     if (!st) return E_HANDLE;
     const unsigned long long target = st->recorded.load();  // the latest record as of now
-    return submit(s, [st, target] { wait_reached(*st, target); });
+    if (CUresult rc = submit(s, [st, target] { wait_reached(*st, target); })) return rc;
+    bump(counters().stream_waits);
+    return OK;
 }
 
 FAKECUDA_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user) {
@@ -1076,24 +1165,62 @@ FAKECUDA_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user) {
     return submit(s, [fn, user] { fn(user); });
 }
 
-// Flags: GEQ 0 (cyclic), EQ 1, AND 2, NOR 3, optionally | FLUSH (1 << 30).
-FAKECUDA_API CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, unsigned value, unsigned flags) {
+namespace {
+
+// Stream memory operations on a 32- or 64-bit word of memory the driver knows, aligned
+// to its size. Waits: GEQ 0 (cyclic), EQ 1, AND 2, NOR 3, optionally | FLUSH (1 << 30).
+template <typename T>
+CUresult wait_value(CUstream s, CUdeviceptr addr, T value, unsigned flags) {
     const unsigned op = flags & ~(1u << 30);
-    if (CUresult rc = ready(true, !(addr & 3) && op <= 3)) return rc;
+    if (CUresult rc = ready(true, addr % sizeof(T) == 0 && op <= 3)) return rc;
     char *p = nullptr;
     {
         std::lock_guard<std::mutex> l(g().mu);
-        if (CUresult rc = xlate(addr, 4, true, &p)) return rc;
+        if (CUresult rc = xlate(addr, sizeof(T), true, &p)) return rc;
     }
-    return submit(s, [p, value, op] {
+    const CUresult rc = submit(s, [p, value, op] {
         for (;;) {
-            const unsigned v = __atomic_load_n(reinterpret_cast<unsigned *>(p), __ATOMIC_ACQUIRE);
-            const bool met = op == 0 ? (int)(v - value) >= 0 : op == 1 ? v == value
+            const T v = __atomic_load_n(reinterpret_cast<T *>(p), __ATOMIC_ACQUIRE);
+            const bool met = op == 0 ? (typename std::make_signed<T>::type)(v - value) >= 0 : op == 1 ? v == value
                            : op == 2 ? (v & value) != 0 : ~(v | value) != 0;
             if (met) return;
             usleep(20);
         }
     });
+    if (rc == OK) bump(counters().stream_waits);
+    return rc;
+}
+
+// Writes: DEFAULT 0, or NO_MEMORY_BARRIER 1 (the fake's store is ordered either way).
+template <typename T>
+CUresult write_value(CUstream s, CUdeviceptr addr, T value, unsigned flags) {
+    if (CUresult rc = ready(true, addr % sizeof(T) == 0 && flags <= 1)) return rc;
+    char *p = nullptr;
+    {
+        std::lock_guard<std::mutex> l(g().mu);
+        if (CUresult rc = xlate(addr, sizeof(T), true, &p)) return rc;
+    }
+    const CUresult rc =
+        submit(s, [p, value] { __atomic_store_n(reinterpret_cast<T *>(p), value, __ATOMIC_RELEASE); });
+    if (rc == OK) bump(counters().stream_writes);
+    return rc;
+}
+
+}  // namespace
+
+FAKECUDA_API CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, unsigned value, unsigned flags) {
+    return wait_value<uint32_t>(s, addr, value, flags);
+}
+FAKECUDA_API CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, unsigned long long value,
+                                             unsigned flags) {
+    return wait_value<uint64_t>(s, addr, value, flags);
+}
+FAKECUDA_API CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, unsigned value, unsigned flags) {
+    return write_value<uint32_t>(s, addr, value, flags);
+}
+FAKECUDA_API CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, unsigned long long value,
+                                              unsigned flags) {
+    return write_value<uint64_t>(s, addr, value, flags);
 }
 
 // ---- events ---------------------------------------------------------------------------------
@@ -1123,6 +1250,7 @@ FAKECUDA_API CUresult cuEventRecord(CUevent e, CUstream s) {
     std::shared_ptr<CUstream_st> sp;
     if (CUresult rc = lookup_stream(s, &sp)) return rc;  // before counting a record
     const unsigned long long target = st->recorded.fetch_add(1) + 1;
+    bump(counters().events_recorded);
     return submit(s, [st, target] { advance(st->completed, target); });
 }
 
@@ -1130,6 +1258,7 @@ FAKECUDA_API CUresult cuEventQuery(CUevent e) {
     if (CUresult rc = ready(false)) return rc;
     std::shared_ptr<EvState> st = event_state(e);
     if (!st) return E_HANDLE;
+    count_poll(e);
     return st->completed.load() >= st->recorded.load() ? OK : E_NOT_READY;
 }
 
@@ -1137,6 +1266,7 @@ FAKECUDA_API CUresult cuEventSynchronize(CUevent e) {
     if (CUresult rc = ready(false)) return rc;
     std::shared_ptr<EvState> st = event_state(e);
     if (!st) return E_HANDLE;
+    bump(counters().host_waits);
     wait_reached(*st, st->recorded.load());
     return OK;
 }
@@ -1333,6 +1463,7 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char
 // parameters is not supported.
 FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream s, void **params, void **extra) {
+    bump(counters().launches);
     if (CUresult rc = ready(true)) return rc;
     if (extra != nullptr) return E_NOT_SUPPORTED;
     const bool shape_ok = gx >= 1 && gy >= 1 && gz >= 1 && gx <= 2147483647u && gy <= 65535 && gz <= 65535 &&
@@ -1371,6 +1502,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
         for (int i = 0; i < nsrc; ++i)
             if (CUresult rc = operand(srcs.p[i], &from[(size_t)i])) return rc;
     }
+    count_bytes((unsigned long long)nsrc * count * fn.elem_size, count * fn.elem_size);
     if (count == 0) return submit(s, [] {});
     if (misaligned || foreign) {  // another context's memory is not mapped in this one
         const int fault = misaligned ? E_MISALIGNED : E_ILLEGAL_ADDRESS;

@@ -109,7 +109,8 @@ static const char *const kNames[] = {
     "cuIpcCloseMemHandle", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuModuleLoadData",
     "cuModuleGetFunction", "cuModuleUnload", "cuLaunchKernel", "fakecuda_stats", "cuDriverGetVersion",
     "cuMemGetInfo_v2", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemCreate", "cuMemAddressReserve", "cuMemMap",
-    "cuMemUnmap", "cuMemRelease", "cuMemAddressFree", "cuPointerSetAttribute",
+    "cuMemUnmap", "cuMemRelease", "cuMemAddressFree", "cuPointerSetAttribute", "fakecuda_counters",
+    "cuStreamWaitValue32_v2", "cuStreamWaitValue64_v2", "cuStreamWriteValue32_v2", "cuStreamWriteValue64_v2",
 };
 
 /* Every entry point a CUDA-aware Open MPI 4.1 looks up (opal/mca/common/cuda, built
