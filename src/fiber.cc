@@ -12,12 +12,19 @@ namespace {
 // Setup runs the driver's calls (GPU regions, kernels) and Open MPI's: a generous
 // stack, of which only the pages touched are ever backed.
 constexpr size_t kStackBytes = size_t(4) << 20;
+constexpr size_t kGuardBytes = 64 << 10;  // a whole page on every page size Linux uses
 thread_local Fiber *tl_current = nullptr;
 }  // namespace
 
 Fiber::Fiber(std::function<void()> body) : body_(std::move(body)), stack_bytes_(kStackBytes) {
     void *p = mmap(nullptr, stack_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     stack_ = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+    // The stack grows down: its lowest page faults, so an overflow crashes here
+    // instead of writing over whatever lies below.
+    if (stack_ != nullptr && mprotect(stack_, kGuardBytes, PROT_NONE) != 0) {
+        munmap(stack_, stack_bytes_);
+        stack_ = nullptr;  // resume() then runs the body to its end in one go
+    }
 }
 
 Fiber::~Fiber() {
