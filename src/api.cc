@@ -274,6 +274,29 @@ void start_request(strata_request *r) {
     r->team->submit(*r->call);
     r->team->kick();
 }
+
+// The request of a nonblocking or persistent call (owned, ready to queue): it takes the
+// call, completes when the call does, and starts at once unless persistent. False with
+// no memory for it: the caller still queues the call to fail, since its peers queue
+// theirs (and owned keeps it).
+bool issue_request(Team &team, const Start &start, std::unique_ptr<Call> &owned) {
+    strata_request *r = new (std::nothrow) strata_request;
+    if (r == nullptr) return false;
+    r->team = &team;
+    r->how = start.how ? *start.how : strata_start_t{};
+    r->persistent = start.mode == CallInfo::Persistent;
+    r->call = std::move(owned);
+    // The callback first: a caller that sees the request done (strata_request_test)
+    // sees what its callback did.
+    r->call->on_complete = [r](Status st) {
+        r->status = st;
+        if (r->how.complete) r->how.complete(r->how.ctx, st);
+        r->done = true;
+    };
+    *start.request = r;
+    if (!r->persistent) start_request(r);
+    return true;
+}
 }  // namespace
 
 namespace {
@@ -388,28 +411,22 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
         saved->why = args.why;
         saved->a.why = saved->why.c_str();
     }
-    strata_request *r = new (std::nothrow) strata_request;
-    if (r == nullptr) return fail(STRATA_ERR_NOMEM, "no memory for the request");
-    r->team = &team;
-    r->how = start.how ? *start.how : strata_start_t{};
-    r->persistent = start.mode == CallInfo::Persistent;
-    r->call = team.take_call();
-    Call &call = *r->call;
+    std::unique_ptr<Call> owned = team.take_call();
+    Call &call = *owned;
     call.info = CallInfo{};
     call.info.mode = start.mode;
     call.info.coll = coll;
-    call.on_complete = [r](Status st) {
-        r->status = st;
-        if (r->how.complete) r->how.complete(r->how.ctx, st);
-        r->done = true;
-    };
     const CallInfo::Mode mode = start.mode;
     call.decide = [&team, coll, saved, mode, quiet, &call]() {
         return decide_queued(team, coll, saved->a, mode, quiet, call);
     };
-    *start.request = r;
-    if (!r->persistent) start_request(r);
-    return STRATA_OK;
+    if (issue_request(team, start, owned)) return STRATA_OK;
+    // Its peers queue the call: here it is decided with a rank-local error, which fails
+    // it on every rank (as serve does with one it cannot give a request).
+    saved->a.local = STRATA_ERR_NOMEM;
+    saved->a.why = "no memory for the request";
+    team.submit(*owned.release());
+    return STRATA_ERR_NOMEM;
 }
 
 // The call is strata's to decide (set up and on, or decided at the head of the queue:
@@ -536,29 +553,13 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;
     }
-    strata_request *r = new (std::nothrow) strata_request;
-    if (r == nullptr) {
-        // Its peers queue the call too: it is queued to fail there (its object is let go).
-        info.local = STRATA_ERR_NOMEM;
-        info.why = "no memory for the request";
-        team.submit(*owned.release());
-        return STRATA_ERR_NOMEM;
-    }
-    r->team = &team;
-    r->how = start.how ? *start.how : strata_start_t{};
-    r->persistent = start.mode == CallInfo::Persistent;
-    r->call = std::move(owned);
     call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
-    // The callback first: a caller that sees the request done (strata_request_test)
-    // sees what its callback did.
-    call.on_complete = [r](Status st) {
-        r->status = st;
-        if (r->how.complete) r->how.complete(r->how.ctx, st);
-        r->done = true;
-    };
-    *start.request = r;
-    if (!r->persistent) start_request(r);
-    return STRATA_OK;
+    if (issue_request(team, start, owned)) return STRATA_OK;
+    // Its peers queue the call too: it is queued to fail there (its object is let go).
+    info.local = STRATA_ERR_NOMEM;
+    info.why = "no memory for the request";
+    team.submit(*owned.release());
+    return STRATA_ERR_NOMEM;
 }
 
 }  // namespace strata
