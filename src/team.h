@@ -323,6 +323,7 @@ private:
     uint32_t pairs_ = 0;       // CallInfo::pairs
     double unsigned_since_ = 0;  // a queued call's schedule ended before its peers signed in
     // Blocking: waits for signed_in() (peers' failures, the deadline).
+    Status check_signed_in(double since, bool *in);
     Status await_signatures();
     Status signature_deadline(double waited);  // fails the call: which node peer never began it
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)

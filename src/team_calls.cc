@@ -188,16 +188,10 @@ int Team::progress_queue(bool *idle) {
         // Ended here: completed once every node peer has begun it (end_call compares
         // their signatures), never waited for inside a pass.
         if (st == STRATA_OK && finished && !signed_in()) {
-            uint64_t failed = 0;
-            int who = -1;
-            const char *how = "";
-            const double t = now_seconds();
-            if (unsigned_since_ == 0) unsigned_since_ = t;
-            if (peer_failed(&failed, &who, &how)) {
-                st = peer_failure(failed, who, how, "");
-            } else if (cfg_.timeout > 0 && t - unsigned_since_ >= cfg_.timeout) {
-                st = signature_deadline(t - unsigned_since_);
-            } else {
+            if (unsigned_since_ == 0) unsigned_since_ = now_seconds();
+            bool in = false;
+            st = check_signed_in(unsigned_since_, &in);
+            if (st == STRATA_OK && !in) {
                 *idle = true;
                 break;
             }
@@ -323,18 +317,28 @@ Status Team::signature_deadline(double waited) {
     return fail_call(STRATA_ERR_TIMEOUT, b);
 }
 
+// Whether every node peer has begun this call (*in); if not, a node peer's failure, or
+// past the deadline (counted from since) the deadline's error, else STRATA_OK.
+Status Team::check_signed_in(double since, bool *in) {
+    *in = signed_in();
+    if (*in) return STRATA_OK;
+    uint64_t failed = 0;
+    int who = -1;
+    const char *how = "";
+    if (peer_failed(&failed, &who, &how)) return peer_failure(failed, who, how, "");
+    const double waited = now_seconds() - since;
+    if (cfg_.timeout > 0 && waited >= cfg_.timeout) return signature_deadline(waited);
+    return STRATA_OK;
+}
+
 Status Team::await_signatures() {
     const double t0 = now_seconds();
-    while (!signed_in()) {
-        uint64_t failed = 0;
-        int who = -1;
-        const char *how = "";
-        if (peer_failed(&failed, &who, &how)) return peer_failure(failed, who, how, "");
-        const double waited = now_seconds() - t0;
-        if (cfg_.timeout > 0 && waited >= cfg_.timeout) return signature_deadline(waited);
+    for (;;) {
+        bool in = false;
+        const Status st = check_signed_in(t0, &in);
+        if (st != STRATA_OK || in) return st;
         progress_others();
     }
-    return STRATA_OK;
 }
 
 Status Team::end_call() {
