@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// src/runner.cc - the runner: a call's life from its arguments to its status (runner.h).
+#include "runner.h"
+
+#include <climits>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "algo/algo.h"
+#include "copies.h"
+#include "mem/device.h"
+#include "mem/domain.h"
+
+namespace strata {
+
+namespace {
+// FNV-1a over what MPI requires to match on every rank.
+struct Hash {
+    uint64_t h = 1469598103934665603ull;
+    void add(uint64_t v) {
+        for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+    }
+};
+
+// alltoallv's per-pair sizes: what rank i sends rank j must be what j receives from
+// i, which no rank can see alone. Each rank adds h(i, j, bytes) for its sends and
+// subtracts it for its receives, over the peers `among` takes; summed over those
+// ranks the terms cancel exactly where every pair agrees (else the sum is 0 by chance
+// only, 1 in 2^32). Summed by the agreement over all ranks, or by end_call over a
+// node's ranks with the pairs inside the node.
+template <typename Among>
+uint32_t pair_sig(const Team &team, const CollArgs &a, Among among) {
+    auto h = [](int from, int to, size_t bytes) {
+        Hash x;
+        x.add(uint64_t(from));
+        x.add(uint64_t(to));
+        x.add(bytes);
+        return uint32_t(x.h ^ (x.h >> 32));
+    };
+    uint32_t sum = 0;
+    const int me = team.rank();
+    for (int r = 0; r < team.size(); ++r) {
+        if (!among(r)) continue;
+        sum += h(me, r, a.send_counts[r]);
+        sum -= h(r, me, a.counts[r]);
+    }
+    return sum;
+}
+
+// The size of the call (count x type signature, per-rank sizes where MPI makes them
+// equal everywhere) and the rest that must match (type, op, root).
+void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t *size_sig, uint32_t *meta_sig) {
+    Hash sz, meta;
+    sz.add(uint64_t(coll));
+    sz.add(coll == STRATA_COLL_ALLTOALL && !a.uniform ? 1 : 0);  // alltoallv: its pairs are agreed apart
+    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
+                         coll == STRATA_COLL_REDUCE;
+    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_REDUCE_SCATTER) {
+        for (int r = 0; r < team.size(); ++r) sz.add(a.counts[r]);
+    } else if (coll != STRATA_COLL_ALLTOALL || a.uniform) {
+        sz.add(coll == STRATA_COLL_ALLTOALL ? a.counts[0] : a.count);  // alltoallv: sizes differ by pair
+    }
+    sz.add(reduces ? strata_dtype_size(a.dtype) : 1);
+    meta.add(reduces ? uint64_t(a.dtype) : 0);
+    meta.add(reduces ? uint64_t(a.op) : 0);
+    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE ? uint64_t(a.root) : 0);
+    *size_sig = sz.h;
+    *meta_sig = uint32_t(meta.h ^ (meta.h >> 32));
+}
+}  // namespace
+
+// The size of a call as every rank sees it (alltoallv: 0, its sizes differ by rank).
+size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
+    size_t total = 0;
+    switch (coll) {
+        case STRATA_COLL_ALLGATHER:
+            for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+            return total;
+        case STRATA_COLL_REDUCE_SCATTER:
+            return a.count * strata_dtype_size(a.dtype);
+        case STRATA_COLL_ALLTOALL:
+            return a.uniform ? a.counts[0] * size_t(team.size()) : 0;
+        default:
+            return a.bytes();
+    }
+}
+
+namespace {
+// The size a call's log line gives: what the call moves as MPI counts it (a reduction's
+// vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
+size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
+    if (coll != STRATA_COLL_ALLTOALL) return coll == STRATA_COLL_ALLGATHER ? call_bytes(coll, team, a) : a.bytes();
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    return total;
+}
+
+}  // namespace
+
+// Each rank reads the file alone; setup agrees on its hash (Team::expect_same), and
+// a team whose ranks disagree, or where one could not read it, uses the built-in
+// rules everywhere. Without a file every rank holds the same (empty) rules.
+void load_team_rules(CoreTeam &t, const char *path) {
+    bool ok = true;
+    t.rules_path = path ? path : "";
+    if (path != nullptr) ok = load_rules(path, &t.rules, &t.rules_error) == STRATA_OK;
+    t.expect_same(t.rules.hash(), ok);
+}
+
+namespace {
+
+// Once per team, after the setup that agreed on the rules: the lowest rank that could
+// not read them says why, rank 0 says whether the team uses them. A warning is given
+// once per process, not for every communicator.
+void say_rules(CoreTeam &t) {
+    static std::atomic<bool> warned{false};
+    t.rules_said = true;
+    const char *path = t.rules_path.empty() ? "none" : t.rules_path.c_str();
+    if (t.same_everywhere()) {
+        if (t.rank() == 0 && !t.rules_path.empty())
+            log(1, "rules from %s: %zu line(s), hash %016llx, the same on every rank", path, t.rules.size(),
+                (unsigned long long)t.rules.hash());
+        return;
+    }
+    if (t.first_not_ok() == t.rank() && !warned.exchange(true))
+        warn("rules file unreadable", "coll_strata_rules_file: %s; every rank uses the built-in rules",
+             t.rules_error.c_str());
+    else if (t.first_not_ok() == INT_MAX && t.rank() == 0 && !warned.exchange(true))
+        warn("rules differ", "coll_strata_rules_file: the rules differ between ranks (rank 0 read %s, hash %016llx); "
+                             "every rank uses the built-in rules",
+             path, (unsigned long long)t.rules.hash());
+}
+
+// The algorithm for a call the settings leave open: the first matching line of the
+// rules file, else of the built-in host rules (host-memory teams, host_handback), else
+// the table's built-in rule. Agreed: the rules are the same on every rank (setup, or
+// compiled in) and so is all they look at (call_bytes, layout, the team's memory).
+// *rule: the line that chose (nullptr: the table's rule). A rule's segment size is not
+// applied (docs/rules.md). kHandBackAlg: the rule hands the call back (kHandBack).
+constexpr int kHandBackAlg = -2;
+int choose_algorithm(const CoreTeam &t, strata_coll_t coll, const AlgorithmTable &table, const CollArgs &a,
+                     const Rule **rule) {
+    const Rules *const sources[] = {t.same_everywhere() ? &t.rules : nullptr,
+                                    !t.device() && t.config().host_handback ? &builtin_host_rules() : nullptr};
+    *rule = nullptr;
+    for (const Rules *rules : sources) {
+        if (rules == nullptr || rules->empty()) continue;
+        *rule = rules->match(coll, call_bytes(coll, t, a), t.layout().nnodes(), t.layout().max_local_size(),
+                             t.device());
+        if (*rule != nullptr)
+            return (*rule)->algorithm == kHandBack ? kHandBackAlg : table.find((*rule)->algorithm.c_str());
+    }
+    return table.find(table.choose(t, a));
+}
+
+}  // namespace
+
+namespace {
+const char *mode_note(CallInfo::Mode m) {
+    return m == CallInfo::Nonblocking ? ", nonblocking" : m == CallInfo::Persistent ? ", persistent" : "";
+}
+
+// The bytes of a served call, by the path its node part took (strata.h: strata_stat_t);
+// bytes sent point-to-point are counted where they are sent (the engine).
+void count_bytes(const Team &team, const Call &call) {
+    const CallInfo &i = call.info;
+    if (call.mapped())
+        count(STRATA_STAT_BYTES_IN_PLACE, i.bytes);
+    else if (team.layout().my_local_size() > 1)
+        count(STRATA_STAT_BYTES_SLOTS, i.bytes);
+    if (i.copied) count(STRATA_STAT_BYTES_STAGED, i.bytes);
+}
+
+// The end of a call whose schedule ran with outcome st: a failure becomes the team's
+// (its peers hear of it); else the call ends on the node, is counted and logged.
+Status finish_call(Team &team, Call &call, Status st) {
+    const CallInfo &i = call.info;
+    if (st != STRATA_OK)
+        return team.broken() ? st : team.fail_call(st, std::string(i.alg_name) + ": " + status_name(st));
+    STRATA_CHECK(team.end_call());
+    team.count_call(i.coll, i.alg, i.alg_name);
+    count_bytes(team, call);
+    const bool quiet = log_quiet();  // a queued call may end in another call's pass
+    set_log_quiet(i.quiet);
+    char from_rule[48] = "";
+    if (i.rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", i.rule_line);
+    log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s%s", strata_coll_name(i.coll), i.bytes,
+        team.layout().nnodes(), team.layout().max_local_size(), i.alg_name, from_rule,
+        team.device() ? " in GPU memory" : "", call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
+        !i.copied ? "" : team.device() ? ", host buffers staged through the GPU" : ", device buffers staged through host",
+        mode_note(i.mode));
+    set_log_quiet(quiet);
+    return STRATA_OK;
+}
+
+// The algorithm's schedule, between the copies of this rank's buffers in (a rank's
+// buffers that are not of the team's memory kind are copied: copies.h) and out. The
+// schedule is the one every rank builds, whatever its buffers are.
+Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &args) {
+    CallInfo &i = call.info;
+    CollArgs work = args;
+    BufferCopies &copies = call.copies();
+    STRATA_CHECK(copies.enter(i.coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work));
+    i.copied = copies.active();
+    Schedule &s = call.schedule();
+    // Everything the algorithm builds starts after the copies in (node peers may read
+    // a copy in place once it is posted: Call::map_peers posts after them too).
+    s.start_after(copies.copy_in(s));
+    STRATA_CHECK(alg.build(call, work));
+    if (i.copied) copies.copy_out(s, {s.join_all()});
+    team.dump_schedule(s, i.coll, alg.name, i.call_bytes);
+    return STRATA_OK;
+}
+}  // namespace
+
+// What a blocking call's schedule is built from besides the team's fixed state: the
+// algorithm, the arguments (per-rank arrays by value), where this rank's buffers
+// live, and the team's memory, channel and zero-copy choice. A blocking call whose
+// key is its predecessor's runs the predecessor's schedule again (numbered anew, as a
+// persistent call's next start), which saves the build: most of a small call's cost.
+// Whether a rank reuses is its own affair (the schedule is the same either way),
+// except for an algorithm that exchanges with peers while it builds, which is always
+// built: its exchange must happen on every rank.
+void build_key(Team &team, const Algorithm &alg, int index, strata_coll_t coll, const CollArgs &a,
+               std::vector<uint64_t> *key) {
+    key->clear();
+    if (alg.exchanges_at_build || a.local != STRATA_OK) return;
+    MemDomain *gpu = team.device() ? &team.domain() : nullptr;
+    const auto ptr = [](const void *p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); };
+    *key = {uint64_t(coll), uint64_t(index), ptr(a.sendbuf), ptr(a.recvbuf), a.count, uint64_t(a.dtype),
+            uint64_t(a.op), uint64_t(uint32_t(a.root)), uint64_t(a.in_place) | uint64_t(a.uniform) << 1,
+            ptr(gpu), ptr(&team.p2p()), uint64_t(team.zero_copy(call_bytes(coll, team, a))),
+            BufferCopies::plan_key(a.sendbuf, gpu), BufferCopies::plan_key(a.recvbuf, gpu)};
+    for (const size_t *v : {a.counts, a.displs, a.send_counts, a.send_displs}) {
+        key->push_back(v != nullptr);
+        if (v != nullptr) key->insert(key->end(), v, v + team.size());
+    }
+}
+
+// The C handle's call queued (runner.h).
+void start_request(strata_request *r) {
+    r->done = false;
+    r->status = STRATA_OK;
+    r->team->submit(*r->call);
+    r->team->kick();
+}
+
+namespace {
+
+// The request of a nonblocking or persistent call (owned, ready to queue): it takes the
+// call, completes when the call does, and starts at once unless persistent. False with
+// no memory for it: the caller still queues the call to fail, since its peers queue
+// theirs (and owned keeps it).
+bool issue_request(Team &team, const Start &start, std::unique_ptr<Call> &owned) {
+    strata_request *r = new (std::nothrow) strata_request;
+    if (r == nullptr) return false;
+    r->team = &team;
+    r->how = start.how ? *start.how : strata_start_t{};
+    r->persistent = start.mode == CallInfo::Persistent;
+    r->call = std::move(owned);
+    // The callback first: a caller that sees the request done (strata_request_test)
+    // sees what its callback did.
+    r->call->on_complete = [r](Status st) {
+        r->status = st;
+        if (r->how.complete) r->how.complete(r->how.ctx, st);
+        r->done = true;
+    };
+    *start.request = r;
+    if (!r->persistent) start_request(r);
+    return true;
+}
+}  // namespace
+
+// A call handed back to the previous component: counted, and one line at verbose 2 that
+// says why in plain words (the glue adds none for it). detail: what the words leave
+// out ("" for nothing).
+Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
+                 const char *detail) {
+    team.count_handback(why);
+    log(2, "%s: %zu bytes: handed back: %s%s%s", strata_coll_name(coll), bytes, strata_handback_words(why), detail,
+        mode_note(mode));
+    return STRATA_FALLBACK;
+}
+
+Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into);
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet);
+
+// Sets up the team if needed (blocking calls), picks the algorithm (setting or rule),
+// builds, and runs the call (blocking) or queues it (nonblocking, persistent).
+// Every decision before the call is numbered depends only on agreed values (setup,
+// settings, type and op, size, whether the call is blocking), so a call is numbered
+// on every rank or on none. A blocking call first waits for the team's queued ones:
+// it comes after them in MPI's order.
+Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start) {
+    // The stack is making the team's own communicator with this communicator's
+    // collectives (Team::open_private): they are its, on every rank, and may come from
+    // another thread's progress while the maker holds the team.
+    // (A team setting up in steps is making it while the application goes on: there
+    // only the stack's own calls are; the application's wait in the queue.)
+    if (team.opening_private() && (!team.stepped() || (start.how != nullptr && start.how->internal)))
+        return STRATA_FALLBACK;
+    // Whether the call is Open MPI's own (log_quiet), kept through the calls the stack
+    // makes inside this one (setup makes a communicator: they set it for themselves).
+    struct KeepQuiet {
+        const bool quiet = log_quiet();
+        ~KeepQuiet() { set_log_quiet(quiet); }
+    } keep;
+    std::lock_guard<std::recursive_mutex> held(team.mutex());  // passes of other threads leave it alone
+    const bool blocking = start.mode == CallInfo::Blocking;
+    // After a failed call (every rank that took part returned an error, or hears of it
+    // at its next call) the communicator's calls go to the replaced component: Open MPI
+    // makes a dup or split of it with its own collectives, so recovery works. A rank
+    // that returned success from the failed call learns of it here, before its next
+    // call (Team::check_broken), or inside it (see peers_ran_it_elsewhere below), and
+    // hands back as its peers do (README: Errors).
+    const size_t bytes = call_bytes(coll, team, args);
+    if (team.check_broken()) {
+        const std::string why = " (" + team.first_failure() + ")";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED, why.c_str());
+    }
+    if (blocking) {
+        team.drain();
+        if (team.defer_setup(bytes)) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_LAZY);
+        Status st = team.ensure_setup(true);
+        set_log_quiet(keep.quiet);
+        if (st == STRATA_FALLBACK)
+            return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
+        if (st != STRATA_OK) return st;
+    } else if (team.never_set_up() && start.how != nullptr && start.how->internal) {
+        team.want_setup();  // the application's next blocking call sets up, whatever its size
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NOT_SET_UP);
+    } else if (team.stepped() || team.never_set_up()) {
+        // Setup agrees among all ranks, which a nonblocking call must not wait for: it
+        // runs in steps, and the call waits for it in the team's queue.
+        return queue_undecided(team, coll, args, start, keep.quiet);
+    } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
+        return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
+    }
+    return serve(team, coll, args, start, keep.quiet, nullptr);
+}
+
+namespace {
+// A call queued undecided (Team::stepped) reaches the head of its team's queue, where
+// setup has ended: decided now, from the agreed outcome of that setup and the call's
+// arguments only, the same on every rank. A broken team fails it, as any queued call.
+Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallInfo::Mode mode, bool quiet,
+                     Call &call) {
+    if (team.broken()) return STRATA_ERR_BROKEN;
+    Start start;
+    start.mode = mode;
+    if (!team.ready())
+        return hand_back(team, coll, mode, call_bytes(coll, team, args), STRATA_HANDBACK_OFF);
+    return serve(team, coll, args, start, quiet, &call);
+}
+}  // namespace
+
+// A nonblocking or persistent call on a team whose setup runs in steps (started by this
+// call if it is the team's first): queued with a copy of its arguments (the glue's
+// per-rank arrays live only as long as the call) and decided at the head of the queue.
+// A call handed back there completes with STRATA_FALLBACK, and the glue starts it in
+// the previous component on the team's own communicator, in the queue's order.
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet) {
+    team.start_setup_steps();
+    struct Saved {
+        CollArgs a;
+        std::vector<size_t> arrays[4];
+        std::string why;
+    };
+    auto saved = std::make_shared<Saved>();
+    saved->a = args;
+    const size_t n = size_t(team.size());
+    const size_t *CollArgs::*const fields[4] = {&CollArgs::counts, &CollArgs::displs, &CollArgs::send_counts,
+                                                &CollArgs::send_displs};
+    for (int i = 0; i < 4; ++i) {
+        const size_t *v = args.*fields[i];
+        if (v == nullptr) continue;
+        saved->arrays[i].assign(v, v + n);
+        saved->a.*fields[i] = saved->arrays[i].data();
+    }
+    if (args.why != nullptr) {
+        saved->why = args.why;
+        saved->a.why = saved->why.c_str();
+    }
+    std::unique_ptr<Call> owned = team.take_call();
+    Call &call = *owned;
+    call.info = CallInfo{};
+    call.info.mode = start.mode;
+    call.info.coll = coll;
+    const CallInfo::Mode mode = start.mode;
+    call.decide = [&team, coll, saved, mode, quiet, &call]() {
+        return decide_queued(team, coll, saved->a, mode, quiet, call);
+    };
+    if (issue_request(team, start, owned)) return STRATA_OK;
+    // Its peers queue the call: here it is decided with a rank-local error, which fails
+    // it on every rank (as serve does with one it cannot give a request).
+    saved->a.local = STRATA_ERR_NOMEM;
+    saved->a.why = "no memory for the request";
+    team.submit(*owned.release());
+    return STRATA_ERR_NOMEM;
+}
+
+// The call is strata's to decide (set up and on, or decided at the head of the queue:
+// into): the algorithm (setting or rule) or a hand-back, the build, and the run
+// (blocking) or the queue (nonblocking, persistent; into: it is the head already).
+Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into) {
+    const bool blocking = start.mode == CallInfo::Blocking;
+    const size_t bytes = call_bytes(coll, team, args);
+    CoreTeam &core = static_cast<CoreTeam &>(team);
+    if (!core.rules_said) say_rules(core);
+    const AlgorithmTable &table = algorithm_table(coll);
+    if (table.count == 0) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
+    // The algorithm: a setting, else the rules file, else the built-in host rules, else
+    // the table's rule. A rule may hand the call back: decided first, so that handing
+    // back costs little.
+    int alg = team.config().algorithm[coll];
+    const Rule *rule = nullptr;
+    if (alg == STRATA_ALG_BASE) {  // a setting, the same on every rank
+        const std::string which = std::string(" (coll_strata_") + strata_coll_name(coll) + "_algorithm=base)";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_SETTING, which.c_str());
+    }
+    if (alg < 0 || alg >= table.count) alg = choose_algorithm(core, coll, table, args, &rule);
+    if (alg == kHandBackAlg) {  // agreed: the rules and what they look at are
+        char line[32] = "";
+        if (!builtin_host_rules().owns(rule)) snprintf(line, sizeof line, " (line %d)", rule->line);
+        return hand_back(team, coll, start.mode, bytes,
+                         builtin_host_rules().owns(rule) ? STRATA_HANDBACK_HOST_RULES : STRATA_HANDBACK_RULES_FILE, line);
+    }
+    int rule_line = rule != nullptr && !builtin_host_rules().owns(rule) ? rule->line : 0;  // of the file
+    // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
+    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
+                         coll == STRATA_COLL_REDUCE;
+    if (reduces && team.device() && !device_reduce_supported(args.dtype, args.op)) {
+        const std::string which = std::string(" (") + strata_dtype_name(args.dtype) + "/" + strata_op_name(args.op) + ")";
+        return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_KERNEL, which.c_str());
+    }
+    uint64_t size_sig = 0;
+    uint32_t meta_sig = 0;
+    signature(coll, team, args, &size_sig, &meta_sig);
+    // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
+    const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
+    if (blocking && team.config().check_args) {
+        const uint32_t all_pairs = pairs ? pair_sig(team, args, [](int) { return true; }) : 0;
+        const Status st = team.agree_call(coll, size_sig, meta_sig, pairs, all_pairs, args.local,
+                                          args.why ? args.why : "");
+        if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
+        if (st != STRATA_OK) return st;
+    }
+    if (team.broken()) return STRATA_ERR_BROKEN;
+    if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
+    // An algorithm that exchanges with peers while it builds cannot serve a call that
+    // must not wait: the table's first one that does not (agreed: the mode is).
+    if (!blocking && table.algorithms[alg].exchanges_at_build) {
+        int other = 0;
+        while (other < table.count && table.algorithms[other].exchanges_at_build) ++other;
+        if (other == table.count) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
+        alg = other;
+        rule_line = 0;
+    }
+
+    std::unique_ptr<Call> owned;
+    Call &call = blocking ? team.blocking_call() : into ? *into : *(owned = team.take_call());
+    // A blocking call like the last one runs its schedule again (build_key).
+    static thread_local std::vector<uint64_t> key;
+    bool again = false;
+    if (blocking) {
+        build_key(team, table.algorithms[alg], alg, coll, args, &key);
+        again = !key.empty() && key == call.built_for;
+    }
+    const bool copied = call.info.copied;
+    if (!again) call.reset();
+    CallInfo &info = call.info;
+    info = CallInfo{};
+    info.copied = again && copied;
+    info.mode = start.mode;
+    info.coll = coll;
+    info.sig = uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig;
+    if (pairs) {
+        const Layout &l = team.layout();
+        info.pairs = pair_sig(team, args, [&l](int r) { return l.node_of[size_t(r)] == l.my_node(); });
+    }
+    info.sums_pairs = pairs;
+    info.alg = alg;
+    info.alg_name = table.algorithms[alg].name;
+    info.rule_line = rule_line;
+    info.bytes = log_bytes(coll, team, args);
+    info.call_bytes = call_bytes(coll, team, args);
+    info.local = args.local;
+    info.quiet = quiet;
+    info.why = args.why ? args.why : status_name(args.local);
+
+    if (blocking) {
+        // Numbered first: an algorithm may exchange with peers while it builds.
+        STRATA_CHECK(team.begin_call(call));
+        if (args.local != STRATA_OK) return team.fail_call(args.local, info.why);
+        Status st = again ? STRATA_OK : build_call(team, call, table.algorithms[alg], args);
+        if (st == STRATA_OK && !again) call.built_for.swap(key);
+        if (st == STRATA_OK) st = team.run_call(call);
+        if (st != STRATA_OK) call.built_for.clear();
+        // A peer had failed an earlier call (one that ended without an error here), and
+        // this rank heard of it only now: its peers run this call in the previous
+        // component, so this rank does too, where strata left its inputs as they were
+        // (strata never writes a send buffer; bcast's root only reads). In place, the
+        // receive buffer may hold part of strata's work: the call fails here.
+        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST)) {
+            log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
+                strata_coll_name(coll), team.first_failure().c_str());
+            team.count_handback(STRATA_HANDBACK_FAILED);
+            return STRATA_FALLBACK;
+        }
+        return finish_call(team, call, st);
+    }
+    // Nonblocking or persistent: built now, numbered and run when it reaches the head
+    // of the team's queue. A rank that cannot build it fails it there, so that its
+    // peers hear of it as of any failure.
+    if (info.local == STRATA_OK) {
+        const Status st = build_call(team, call, table.algorithms[alg], args);
+        if (st != STRATA_OK) {
+            info.local = st;
+            info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
+        }
+    }
+    if (into != nullptr) {
+        call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
+        return STRATA_OK;
+    }
+    call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
+    if (issue_request(team, start, owned)) return STRATA_OK;
+    // Its peers queue the call too: it is queued to fail there (its object is let go).
+    info.local = STRATA_ERR_NOMEM;
+    info.why = "no memory for the request";
+    team.submit(*owned.release());
+    return STRATA_ERR_NOMEM;
+}
+
+}  // namespace strata

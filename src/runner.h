@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// src/runner.h - the runner: a collective call's life, from the C API's arguments
+// (CollArgs) to its status: decided (handed back, set up, algorithm from the setting
+// or the rules, coll_strata_check_args), built or reused, numbered and run (blocking)
+// or queued (nonblocking, persistent), ended, counted and logged, or failed.
+//
+// src/api.cc is the C interface above it: argument checks, the C arguments mapped to
+// CollArgs, then run_collective.
+#ifndef STRATA_RUNNER_H
+#define STRATA_RUNNER_H
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "algo/rules.h"
+#include "args.h"
+#include "call.h"
+#include "team.h"
+
+namespace strata {
+
+// A team as the core keeps it: the Team and the rules of coll_strata_rules_file,
+// read by each rank when the team is created (Team is below the algorithms layer
+// and cannot hold them). Every Team the core runs comes from strata_team_create.
+struct CoreTeam final : Team {
+    using Team::Team;
+    Rules rules;
+    std::string rules_path;   // coll_strata_rules_file ("" when none)
+    std::string rules_error;  // why this rank has none ("" when it read them)
+    bool rules_said = false;  // the outcome of the agreement was logged
+};
+
+// How a call is made: blocking, or (with a request) nonblocking or persistent.
+struct Start {
+    CallInfo::Mode mode = CallInfo::Blocking;
+    const strata_start_t *how = nullptr;
+    strata_request_t **request = nullptr;
+};
+
+// Reads coll_strata_rules_file for a new team (each rank alone; setup agrees on it).
+void load_team_rules(CoreTeam &t, const char *path);
+
+// The call's life (above); args as the C interface mapped them.
+Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{});
+
+// A call handed back to the previous component: counted, and said at verbose 2.
+Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
+                 const char *detail = "");
+
+}  // namespace strata
+
+// The C handle of a nonblocking or persistent call.
+struct strata_request {
+    strata::Team *team = nullptr;
+    std::unique_ptr<strata::Call> call;
+    strata_start_t how{};
+    bool persistent = false;
+    std::atomic<bool> done{true};  // not started, or completed (set by whichever thread's pass completed it)
+    strata::Status status = STRATA_OK;
+};
+
+namespace strata {
+// Queues the request's call (a persistent request's start, too); it completes from a
+// later progress (or at once).
+void start_request(strata_request *r);
+}  // namespace strata
+
+#endif
