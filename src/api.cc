@@ -362,7 +362,7 @@ strata_status_t strata_request_free(strata_request_t *req) {
         // The pass that completed it may still be finishing (on another thread).
         std::lock_guard<std::recursive_mutex> held(req->team->mutex());
         if (!req->done) return STRATA_ERR_ARG;
-        req->team->return_call(std::move(req->call));
+        calls_of(*req->team).return_call(std::move(req->call));
     }
     delete req;
     return STRATA_OK;
@@ -370,10 +370,10 @@ strata_status_t strata_request_free(strata_request_t *req) {
 
 int strata_progress(void) {
     bool idle = false;
-    return Team::progress_all(&idle);
+    return progress_all(&idle);
 }
 
-int strata_progress_pending(void) { return Team::anything_queued() ? 1 : 0; }
+int strata_progress_pending(void) { return anything_queued() ? 1 : 0; }
 
 static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,
                                  size_t call_bytes, strata_dtype_t dtype, strata_op_t op, const Start &how) {

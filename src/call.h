@@ -31,9 +31,9 @@ struct CallInfo {
     enum Mode { Blocking, Nonblocking, Persistent };
     Mode mode = Blocking;
     strata_coll_t coll = STRATA_COLL_ALLREDUCE;
-    uint32_t sig = 0;               // what MPI requires to match, hashed (Team::begin_call)
-    bool sums_pairs = false;        // alltoallv: node peers also sum `pairs` (Team::end_call)
-    uint32_t pairs = 0;             // this rank's part of the node's per-pair sizes (api.cc)
+    uint32_t sig = 0;               // what MPI requires to match, hashed (CallQueue::begin_call)
+    bool sums_pairs = false;        // alltoallv: node peers also sum `pairs` (CallQueue::end_call)
+    uint32_t pairs = 0;             // this rank's part of the node's per-pair sizes (runner.cc)
     int alg = -1;                   // position in the collective's table
     const char *alg_name = "";
     int rule_line = 0;              // the rules file's line that chose it (0: built-in)
@@ -56,13 +56,13 @@ public:
 
     // An empty schedule to build, no segment numbers taken, nothing mapped.
     void reset();
-    // The call is numbered (from Team::begin_call, as it starts): the built schedule
+    // The call is numbered (from CallQueue::begin_call, as it starts): the built schedule
     // is pending again and runs as call `number` (a persistent collective's next start:
     // same steps, same buffers, the call's own flag values and tags).
     void set_number(uint64_t number);
     uint64_t number() const { return number_; }
     CallInfo info;
-    // What the built schedule was built from (api.cc: a blocking call whose key is
+    // What the built schedule was built from (runner.cc: a blocking call whose key is
     // the same runs it again instead of building anew); empty after reset().
     std::vector<uint64_t> built_for;
     // Flag values and tags of this call's schedule, relative to 0, are shifted by these.
@@ -77,14 +77,14 @@ public:
         return sched_.progress(finished, idle, moved);
     }
 
-    // ---- a call that completes later (nonblocking or persistent: Team::submit)
+    // ---- a call that completes later (nonblocking or persistent: CallQueue::submit)
     // What the core does once the schedule has ended with st (counts and logs the call,
     // makes a failure the team's); returns the call's status.
     std::function<Status(Status)> on_end;
     // Called once the call has completed, from the progress that completed it.
     std::function<void(Status)> on_complete;
     // A call queued before its team's setup (in steps) ended: decided when it reaches
-    // the head of the queue, after setup (api.cc): STRATA_OK serves it (built, on_end
+    // the head of the queue, after setup (runner.cc): STRATA_OK serves it (built, on_end
     // set), STRATA_FALLBACK hands it back. Cleared once it is served.
     std::function<Status()> decide;
     bool pending() const { return pending_; }
@@ -142,7 +142,7 @@ private:
         ~Buffer() { drop(); }
     };
 
-    friend class Team;
+    friend class CallQueue;
     Team &team_;
     // The channel its schedule was built for (Team::p2p() then): a persistent call made
     // on the host path keeps it if the team later moves to its GPU path.

@@ -178,7 +178,7 @@ Status finish_call(Team &team, Call &call, Status st) {
     const CallInfo &i = call.info;
     if (st != STRATA_OK)
         return team.broken() ? st : team.fail_call(st, std::string(i.alg_name) + ": " + status_name(st));
-    STRATA_CHECK(team.end_call());
+    STRATA_CHECK(calls_of(team).end_call());
     team.count_call(i.coll, i.alg, i.alg_name);
     count_bytes(team, call);
     const bool quiet = log_quiet();  // a queued call may end in another call's pass
@@ -242,8 +242,8 @@ void build_key(Team &team, const Algorithm &alg, int index, strata_coll_t coll, 
 void start_request(strata_request *r) {
     r->done = false;
     r->status = STRATA_OK;
-    r->team->submit(*r->call);
-    r->team->kick();
+    calls_of(*r->team).submit(*r->call);
+    calls_of(*r->team).kick();
 }
 
 namespace {
@@ -320,7 +320,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED, why.c_str());
     }
     if (blocking) {
-        team.drain();
+        calls_of(team).drain();
         if (team.defer_setup(bytes)) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_LAZY);
         Status st = team.ensure_setup(true);
         set_log_quiet(keep.quiet);
@@ -382,7 +382,7 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
         saved->why = args.why;
         saved->a.why = saved->why.c_str();
     }
-    std::unique_ptr<Call> owned = team.take_call();
+    std::unique_ptr<Call> owned = calls_of(team).take_call();
     Call &call = *owned;
     call.info = CallInfo{};
     call.info.mode = start.mode;
@@ -396,7 +396,7 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     // it on every rank (as serve does with one it cannot give a request).
     saved->a.local = STRATA_ERR_NOMEM;
     saved->a.why = "no memory for the request";
-    team.submit(*owned.release());
+    calls_of(team).submit(*owned.release());
     return STRATA_ERR_NOMEM;
 }
 
@@ -459,7 +459,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     }
 
     std::unique_ptr<Call> owned;
-    Call &call = blocking ? team.blocking_call() : into ? *into : *(owned = team.take_call());
+    Call &call = blocking ? calls_of(team).blocking_call() : into ? *into : *(owned = calls_of(team).take_call());
     // A blocking call like the last one runs its schedule again (build_key).
     static thread_local std::vector<uint64_t> key;
     bool again = false;
@@ -491,11 +491,11 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
 
     if (blocking) {
         // Numbered first: an algorithm may exchange with peers while it builds.
-        STRATA_CHECK(team.begin_call(call));
+        STRATA_CHECK(calls_of(team).begin_call(call));
         if (args.local != STRATA_OK) return team.fail_call(args.local, info.why);
         Status st = again ? STRATA_OK : build_call(team, call, table.algorithms[alg], args);
         if (st == STRATA_OK && !again) call.built_for.swap(key);
-        if (st == STRATA_OK) st = team.run_call(call);
+        if (st == STRATA_OK) st = calls_of(team).run_call(call);
         if (st != STRATA_OK) call.built_for.clear();
         // A peer had failed an earlier call (one that ended without an error here), and
         // this rank heard of it only now: its peers run this call in the previous
@@ -529,7 +529,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // Its peers queue the call too: it is queued to fail there (its object is let go).
     info.local = STRATA_ERR_NOMEM;
     info.why = "no memory for the request";
-    team.submit(*owned.release());
+    calls_of(team).submit(*owned.release());
     return STRATA_ERR_NOMEM;
 }
 

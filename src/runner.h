@@ -16,6 +16,7 @@
 #include "algo/rules.h"
 #include "args.h"
 #include "call.h"
+#include "queue.h"
 #include "team.h"
 
 namespace strata {
@@ -24,7 +25,10 @@ namespace strata {
 // read by each rank when the team is created (Team is below the algorithms layer
 // and cannot hold them). Every Team the core runs comes from strata_team_create.
 struct CoreTeam final : Team {
-    using Team::Team;
+    CoreTeam(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
+        : Team(rank, size, node_key, tp, cfg) {
+        adopt_calls(std::unique_ptr<TeamCalls>(new CallQueue(*this)));
+    }
     Rules rules;
     std::string rules_path;   // coll_strata_rules_file ("" when none)
     std::string rules_error;  // why this rank has none ("" when it read them)
@@ -37,6 +41,9 @@ struct Start {
     const strata_start_t *how = nullptr;
     strata_request_t **request = nullptr;
 };
+
+// The team's calls: its queue, which CoreTeam made (Team knows only TeamCalls).
+inline CallQueue &calls_of(Team &team) { return static_cast<CallQueue &>(team.calls()); }
 
 // Reads coll_strata_rules_file for a new team (each rank alone; setup agrees on it).
 void load_team_rules(CoreTeam &t, const char *path);

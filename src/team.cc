@@ -2,7 +2,6 @@
 // src/team.cc - team setup: layout, shared memory, agreement.
 #include "team.h"
 
-#include "call.h"
 #include "mem/device.h"
 
 #include <climits>
@@ -29,11 +28,7 @@ Team::~Team() {
     // Its peers free the communicator too: a setup still in steps ends first, so that
     // nothing of it is left posted.
     finish_setup();
-    // Requests keep their communicator alive until they completed: nothing is queued.
-    if (queued())
-        warn("internal error", "internal: a communicator freed with %zu collective call(s) still queued",
-             queue_.size());
-    forget_queue();
+    if (queue_) queue_->leave();
     close_inbox();
     // The next communicator of the same local ranks (a dup/free cycle) takes the host
     // segment up again rather than reserving a new one (btl/node_channel.h). A team that
@@ -61,10 +56,7 @@ void Team::release_device() {
             kReleaseWaitSeconds);
     // Peers may also hold mappings of this rank's buffer copies (posted in calls on
     // host buffers): let go of them unfreed as well.
-    if (!all_closed) {
-        if (blocking_) blocking_->abandon_memory();
-        for (auto &c : pool_) c->abandon_memory();
-    }
+    if (!all_closed && queue_) queue_->abandon_memory();
     bounce_.reset();
     dom_ = nullptr;
 }
@@ -95,11 +87,6 @@ bool Team::advance_setup() {
 
 void Team::finish_setup() {
     while (!advance_setup()) progress_others();
-}
-
-Call &Team::blocking_call() {
-    if (!blocking_) blocking_.reset(new Call(*this));
-    return *blocking_;
 }
 
 

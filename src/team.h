@@ -22,14 +22,13 @@
 #include "engine.h"
 #include "fiber.h"
 #include "mem/domain.h"
+#include "progress.h"
 #include "stats.h"
 #include "topo/layout.h"
 
 struct strata_team {};  // the C handle; the real object derives from it
 
 namespace strata {
-
-class Call;
 
 class Team : public strata_team, public RunWatch {
 public:
@@ -118,54 +117,25 @@ public:
     // and the shared segment's name 4095 (team.cc).
     static constexpr int kAgreeSub = 1;
 
-    // ---- one call (src/team_calls.cc)
-    // Every call that runs a schedule has a number, the same on every rank: calls are
-    // collective and ordered, and a call reaches begin_call on one rank exactly when it
-    // does on all (every decision before it is agreed). sig hashes what MPI requires to
-    // match (size, type, op, root); node peers compare it at end_call.
+    // ---- the calls (src/queue.h, made by the runner; failures: src/team_calls.cc)
+    // Every call that runs a schedule has a number, the same on every rank (CallQueue::
+    // begin_call). Its flag values start at call_base().
     static constexpr uint64_t kCallSpan = uint64_t(1) << 32;  // flag values of one call
     uint64_t call_base() const { return call_seq_ << 32; }
-    // Numbers the next call and begins `call` as that call (call.info: its collective
-    // and signature): the schedule built in it, or about to be, runs as that call.
-    Status begin_call(Call &call);
-    // The call object of this team's blocking calls, kept between calls with its memory.
-    Call &blocking_call();
-    // Runs a begun call's schedule to completion (blocking), progressing this thread's
-    // other teams' queued calls whenever it waits (MPI's progress rule: a blocked rank
-    // still advances its nonblocking collectives).
-    Status run_call(Call &call);
-
-    // ---- calls that complete later (nonblocking and persistent collectives)
-    // A team runs one call at a time, in the order they were submitted: MPI's order of
-    // the communicator's collectives, the same on every rank. (The node's flags and
-    // slots serve one call at a time.) A submitted call is numbered when it reaches the
-    // head of the queue, so numbers follow that order too; its on_end and on_complete
-    // are called when it ends. Any number may be queued.
-    void submit(Call &call);
-    // Starts the head of the queue if it has not started (one pass: its transfers are
-    // posted, what needs no peer runs), and nothing more: the rest is left to progress
-    // (MPI calls, a progress thread), so that starting a call returns at once.
-    void kick();
-    bool queued() const { return !queue_.empty(); }
-    // Waits until every call this team queued has completed (a blocking call comes
-    // after them, and decides nothing before they are done).
-    void drain();  // (and ends a setup in steps)
-    // One pass over the queued calls of every team of the process: starts heads,
-    // progresses them, completes those that ended. Returns how many completed; *idle:
-    // none moved for a while (the caller may yield). A call from inside a pass (a
-    // transport's progress calling back), or while another thread makes a pass, does
-    // nothing; a team whose owner is inside strata is left to it.
-    static int progress_all(bool *idle);
-    // Whether any team of the process has calls queued.
-    static bool anything_queued();
+    uint64_t call_number() const { return call_seq_; }
+    // The next call number, for a call of coll (the messages name it).
+    uint64_t number_call(strata_coll_t coll);
+    // This rank is done with the current call: no mapped peer buffer is read any more,
+    // its flags go to the end of the call.
+    void close_call();
+    // The team's calls, which it owns (and, at teardown, leaves the registry before
+    // anything else goes, and lets go of their memory where a peer kept it mapped).
+    void adopt_calls(std::unique_ptr<TeamCalls> calls) { queue_ = std::move(calls); }
+    TeamCalls &calls() { return *queue_; }
     // Held by whoever works on the team: its owner for a whole call into strata (the C
     // API takes it), a pass for the team's queue. Recursive: an owner's wait makes
     // passes that include its own team.
     std::recursive_mutex &mutex() { return mu_; }
-    // Call objects for nonblocking and persistent calls: from the team's pool (their
-    // memory kept), and back when the request is freed.
-    std::unique_ptr<Call> take_call();
-    void return_call(std::unique_ptr<Call> call);
     // Set up and serving: a nonblocking call may only use a team in this state (setup
     // agrees among all ranks, which a nonblocking call must not wait for).
     bool ready() const { return setup_ == Setup::Ready && !broken(); }
@@ -174,16 +144,6 @@ public:
     // whose progress may run on any thread (read without the team's lock).
     bool opening_private() const { return opening_private_.load(std::memory_order_acquire); }
 
-    // The schedule ran to completion: raises this rank's flags to the end of the call
-    // and returns STRATA_ERR_TRUNCATE when a node peer passed a different size, type,
-    // op or root (or, alltoallv, pair sizes inside the node that differ), and fails
-    // the call (fail_call), so that every rank hands the next one back.
-    // Called once every node peer has begun the call (signed_in).
-    Status end_call();
-    // Every node peer has published its signature of the current call (begun it), so
-    // that end_call compares them all: a rank that needs nothing from its peers (a
-    // bcast root) cannot end a mismatched call unchecked.
-    bool signed_in() const;
     // This rank fails the current call (begun or not): node peers see it in the shared
     // segment at once, ranks on other nodes by a notice; the team takes no more calls.
     // call: the number of the call that fails (0: the current one; a failure before
@@ -203,10 +163,11 @@ public:
     // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
     // had valid arguments (local: this rank's verdict), before anything moves.
     // pairs (alltoallv; the same on every rank once sizes agree): all_pairs, summed over
-    // the ranks, must be 0 (api.cc pair_sig), else STRATA_ERR_TRUNCATE.
+    // the ranks, must be 0 (runner.cc pair_sig), else STRATA_ERR_TRUNCATE.
     Status agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs, uint32_t all_pairs,
                       Status local, const std::string &why);
     const std::string &last_error() const { return last_error_; }
+    void set_last_error(const std::string &e) { last_error_ = e; }
     const std::string &first_failure() const { return failure_; }
     // One round of waiting: the transport's progress (which moves the requests that
     // test() only looks at, and runs strata_progress), or without one every queued
@@ -214,6 +175,12 @@ public:
     void progress_others();
     // RunWatch: peers' failures and the deadline, while a schedule of this team waits.
     Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) override;
+    // The earliest call up to this one that a node peer (its flag) or a rank on another
+    // node (a notice) failed in: *failed (0: none), who and how it was heard of.
+    bool peer_failed(uint64_t *failed, int *who, const char **how);
+    // This rank heard of that failure in the current call: the call ends with
+    // STRATA_ERR_PEER (stuck: what this rank waited for, if anything).
+    Status peer_failure(uint64_t call, int rank, const char *how, const std::string &stuck);
 
     // Where this team's schedules run: GPU memory on a device team (every rank has
     // a GPU, IPC set up among local ranks), else host memory. A rank stages any of
@@ -318,14 +285,6 @@ private:
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;
     strata_coll_t coll_ = STRATA_COLL_ALLREDUCE;  // of the current call, for messages
-    uint32_t sig_ = 0;
-    bool sums_pairs_ = false;  // CallInfo::sums_pairs of the current call
-    uint32_t pairs_ = 0;       // CallInfo::pairs
-    double unsigned_since_ = 0;  // a queued call's schedule ended before its peers signed in
-    // Blocking: waits for signed_in() (peers' failures, the deadline).
-    Status check_signed_in(double since, bool *in);
-    Status await_signatures();
-    Status signature_deadline(double waited);  // fails the call: which node peer never began it
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
     uint64_t behind_call_ = 0;   // a call this rank failed on hearing of an earlier call's failure
     std::string last_error_, failure_;
@@ -342,24 +301,13 @@ private:
     Notice outgoing_{};
     void post_inbox();
     void poll_inbox();
-    // The earliest call up to this one that a node peer (its flag) or a rank on another
-    // node (a notice) failed in: *failed (0: none), who and how it was heard of.
-    bool peer_failed(uint64_t *failed, int *who, const char **how);
     void close_inbox();
-    Status peer_failure(uint64_t call, int rank, const char *how, const std::string &stuck);
     // "no progress for N s<setting>: waiting in step S for rank R (...)"
     std::string describe_wait(const Schedule &s, const std::vector<StepId> &waiting, double stalled,
                               const char *setting) const;
     std::string where() const;
-    std::unique_ptr<Call> blocking_;
+    std::unique_ptr<TeamCalls> queue_;  // its calls (adopt_calls)
     std::recursive_mutex mu_;
-    std::vector<Call *> queue_;                  // submitted, in order; the head runs
-    std::vector<std::unique_ptr<Call>> pool_;    // call objects to reuse
-    Status start_head(Call &call);
-    Status decide_head(Call &call, bool *waits);
-    int progress_queue(bool *idle);
-    void complete(Call &call, Status st);
-    void forget_queue();
     uint64_t calls_[STRATA_COLL_COUNT][kMaxAlgorithms] = {};
     uint64_t handed_back_[STRATA_HANDBACK_COUNT] = {};
     const char *last_algorithm_ = nullptr;

@@ -1,22 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// src/team_calls.cc - one call of a team: its number, its end, its failure.
+// src/team_calls.cc - a team's side of its calls: their failures, the notices that
+// tell peers, the watch while a schedule waits (RunWatch), schedule dumps. (A call's
+// number, run and end: src/queue.cc.)
 //
-// Why a call can never spoil the next one, or hang on a rank that gave up:
-//  - Numbers. A call that runs a schedule has a number, the same on every rank
-//    (begin_call is reached on one rank exactly when on all). Its segment numbers
-//    start at number << 32 and its tags use slot number % kTagCalls, so what a call
-//    signals or sends depends on the call, not on how many segments earlier calls
-//    had on this rank. A rank that passed a different count cannot shift its peers'
-//    next call.
-//  - Ends. A rank whose schedule completed raises every flag to the last value of the
-//    call (end_call), so a peer still waiting in the same call (for segments this
-//    rank never had: a different count) is released, and finds the mismatch in the
-//    signatures node peers publish (kFlagSig): STRATA_ERR_TRUNCATE, not a silent
-//    wrong answer. A rank ends a call only once every node peer has published its
-//    signature of it (begun it), so no rank of a node returns success from a call
-//    that its node peers passed differently. A mismatch fails the call (below), so
-//    that ranks of other nodes still in it fail too.
-//    The next call starts once every node peer has ended this one.
+// Why a call never hangs on a rank that gave up:
 //  - Failures. A rank that cannot finish a call (bad argument, out of memory, driver
 //    error, deadline) does not raise its flags: it writes the call's number into its
 //    kFlagFailed, which node peers read whenever they wait, and sends a notice to
@@ -25,17 +12,13 @@
 //    in flight), so a notice of call n ends every call >= n on the rank that reads it.
 //    Nothing needs the deadline but a rank that stops without telling (a hung peer,
 //    or a different count across nodes): coll_strata_timeout bounds that wait.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cinttypes>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 
 #include <sched.h>
 
-#include "call.h"
+#include "progress.h"
 #include "team.h"
 
 namespace strata {
@@ -43,215 +26,12 @@ namespace strata {
 namespace {
 constexpr int kNoticeSub = 0;
 const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted};
-// Signatures of consecutive calls go to two flags, so that a rank one call ahead does
-// not hide the signature of the call its slower peer is checking.
-int sig_flag(uint64_t call) { return kFlagSig + int(call % 2); }
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 }  // namespace
 
 std::string Team::where() const {
     char b[96];
     snprintf(b, sizeof b, "%s call %" PRIu64, strata_coll_name(coll_), call_seq_);
     return b;
-}
-
-namespace {
-// The teams with calls queued, in this process. A pass over them holds g_teams_mu
-// throughout and takes each team's lock only if it is free (try_lock), so a team's
-// owner, which holds its team's lock whenever it is inside strata and takes
-// g_teams_mu only after it, never waits for a pass that waits for it. A team leaves
-// the list (when its queue empties, or at its destruction) under g_teams_mu, so no
-// pass sees a team that is gone.
-std::recursive_mutex g_teams_mu;
-std::vector<Team *> g_teams;
-// g_teams.size(), read without the lock: a progress call with nothing queued anywhere
-// (most of Open MPI's progress loop) returns at once.
-std::atomic<size_t> g_queued_teams{0};
-// Queued calls begun and not yet ended, in any team.
-std::atomic<int> g_running{0};
-// Whether this thread is inside a pass (a transport's progress calling back).
-thread_local bool tl_in_pass = false;
-}  // namespace
-
-Status Team::begin_call(Call &call) {
-    ++call_seq_;
-    call.set_number(call_seq_);
-    call.started_ = true;
-    coll_ = call.info.coll;
-    sig_ = call.info.sig;
-    sums_pairs_ = call.info.sums_pairs;
-    pairs_ = call.info.pairs;
-    unsigned_since_ = 0;
-    last_error_.clear();
-    // With no queued call running anywhere in the process, the IPC mappings that this
-    // thread's previous calls used may be closed for an overlapping allocation.
-    if (g_running.load() == 0) IpcCache::thread_call_begins();
-    const int me = layout_.my_local();
-    const uint32_t published = sums_pairs_ ? sig_ + pairs_ : sig_;
-    __atomic_store_n(flag(me, sig_flag(call_seq_)), ((call_seq_ & 0xffffffffu) << 32) | published, __ATOMIC_RELEASE);
-    // A peer may have failed this call (or an earlier one it then never served).
-    return idle(call.schedule(), {}, 0);
-}
-
-Status Team::run_call(Call &call) {
-    Status st = call.start();
-    bool finished = false, idle = false;
-    while (st == STRATA_OK) {
-        st = call.progress(&finished, &idle);
-        if (st != STRATA_OK || finished) break;
-        if (idle) call.p2p_->progress();  // the call's channel (not only the transport)
-        if (idle) progress_others();
-    }
-    if (st == STRATA_OK) st = await_signatures();
-    call.started_ = false;
-    return st;
-}
-
-void Team::submit(Call &call) {
-    call.pending_ = true;
-    call.started_ = false;
-    if (queue_.empty()) {
-        std::lock_guard<std::recursive_mutex> g(g_teams_mu);
-        g_teams.push_back(this);
-        g_queued_teams.store(g_teams.size());
-    }
-    queue_.push_back(&call);
-}
-
-void Team::kick() {
-    if (queue_.empty() || queue_.front()->started_ || tl_in_pass) return;
-    tl_in_pass = true;
-    Call &c = *queue_.front();
-    bool waits = false;
-    Status st = decide_head(c, &waits);
-    if (st == STRATA_OK && !waits) st = start_head(c);
-    if (st != STRATA_OK) complete(c, st);
-    tl_in_pass = false;
-}
-
-// An undecided head (queued while setup ran in steps) waits for the setup to end, then
-// is decided from the agreed outcome: served (built now) or handed back (st).
-Status Team::decide_head(Call &call, bool *waits) {
-    *waits = false;
-    if (call.started_ || !call.decide) return STRATA_OK;
-    if (!advance_setup()) {
-        *waits = true;
-        return STRATA_OK;
-    }
-    const Status st = call.decide();
-    if (st == STRATA_OK) call.decide = nullptr;  // a persistent call served once is served at every start
-    return st;
-}
-
-Status Team::start_head(Call &call) {
-    if (broken()) {
-        last_error_ = failure_;
-        return STRATA_ERR_BROKEN;
-    }
-    STRATA_CHECK(begin_call(call));
-    g_running.fetch_add(1);
-    if (call.info.local != STRATA_OK) return fail_call(call.info.local, call.info.why);
-    return call.start();
-}
-
-void Team::complete(Call &call, Status st) {
-    if (call.on_end) st = call.on_end(st);
-    call.pending_ = false;
-    if (call.started_) g_running.fetch_sub(1);
-    call.started_ = false;
-    queue_.erase(queue_.begin());
-    if (queue_.empty()) {
-        std::lock_guard<std::recursive_mutex> g(g_teams_mu);
-        g_teams.erase(std::find(g_teams.begin(), g_teams.end(), this));
-        g_queued_teams.store(g_teams.size());
-    }
-    if (call.on_complete) call.on_complete(st);  // may release the call: the last use
-}
-
-int Team::progress_queue(bool *idle) {
-    // Passes over the head while they move it, up to kPasses: one progress call (an
-    // MPI_Test between two pieces of the application's work) takes a call as far as
-    // it can go without waiting, not one step; a pass that moves nothing ends it.
-    constexpr int kPasses = 64;
-    int completed = 0;
-    *idle = true;
-    while (!queue_.empty()) {
-        Call &c = *queue_.front();
-        bool finished = false, call_idle = false, moved = true, waits = false;
-        Status st = decide_head(c, &waits);
-        if (st == STRATA_OK && waits) break;  // *idle stays: the setup's waits gave the thread back
-        if (st == STRATA_OK && !c.started_) st = start_head(c);
-        for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
-            st = c.progress(&finished, &call_idle, &moved);
-        // Ended here: completed once every node peer has begun it (end_call compares
-        // their signatures), never waited for inside a pass.
-        if (st == STRATA_OK && finished && !signed_in()) {
-            if (unsigned_since_ == 0) unsigned_since_ = now_seconds();
-            bool in = false;
-            st = check_signed_in(unsigned_since_, &in);
-            if (st == STRATA_OK && !in) {
-                *idle = true;
-                break;
-            }
-        }
-        if (st == STRATA_OK && !finished) {
-            if (call_idle) c.p2p_->progress();  // the call's channel (not only the transport)
-            *idle = call_idle;
-            break;
-        }
-        complete(c, st);
-        ++completed;
-        *idle = false;
-    }
-    return completed;
-}
-
-int Team::progress_all(bool *idle) {
-    *idle = true;
-    if (g_queued_teams.load(std::memory_order_relaxed) == 0 || tl_in_pass) return 0;
-    std::unique_lock<std::recursive_mutex> reg(g_teams_mu, std::try_to_lock);
-    if (!reg.owns_lock() || g_teams.empty()) return 0;  // another thread's pass is on it
-    tl_in_pass = true;
-    // A pass may complete a team's last call (it leaves g_teams): walk a copy.
-    static thread_local std::vector<Team *> teams;
-    teams = g_teams;
-    int completed = 0;
-    for (Team *t : teams) {
-        std::unique_lock<std::recursive_mutex> held(t->mu_, std::try_to_lock);
-        if (!held.owns_lock()) continue;  // its owner is inside strata: it progresses it
-        bool team_idle = true;
-        completed += t->progress_queue(&team_idle);
-        *idle = *idle && team_idle;
-    }
-    tl_in_pass = false;
-    return completed;
-}
-
-bool Team::anything_queued() { return g_queued_teams.load() != 0; }
-
-void Team::forget_queue() {
-    std::lock_guard<std::recursive_mutex> g(g_teams_mu);
-    auto it = std::find(g_teams.begin(), g_teams.end(), this);
-    if (it != g_teams.end()) g_teams.erase(it);
-    g_queued_teams.store(g_teams.size());
-    queue_.clear();
-}
-
-void Team::drain() {
-    while (!queue_.empty()) {
-        bool idle = true;
-        // This team's own queue first (its owner holds its lock, which other threads'
-        // passes then skip), as a pass: a transport's progress must not re-enter it.
-        if (!tl_in_pass) {
-            tl_in_pass = true;
-            progress_queue(&idle);
-            tl_in_pass = false;
-        }
-        if (idle) progress_others();
-    }
-    finish_setup();  // begun by a persistent call not started yet: nothing queued waits for it
 }
 
 // A rank waiting in a blocking call moves its own requests on (the transport's test
@@ -272,100 +52,21 @@ void Team::progress_others() {
     sched_yield();
 }
 
-std::unique_ptr<Call> Team::take_call() {
-    if (pool_.empty()) return std::unique_ptr<Call>(new Call(*this));
-    std::unique_ptr<Call> c = std::move(pool_.back());
-    pool_.pop_back();
-    return c;
+uint64_t Team::number_call(strata_coll_t coll) {
+    ++call_seq_;
+    coll_ = coll;
+    last_error_.clear();
+    return call_seq_;
 }
 
-void Team::return_call(std::unique_ptr<Call> call) {
-    constexpr size_t kPoolSize = 8;
-    if (!call || call->pending()) return;  // a queued call is never dropped (the glue frees only completed requests)
-    call->on_end = nullptr;
-    call->on_complete = nullptr;
-    call->decide = nullptr;
-    if (pool_.size() < kPoolSize) pool_.push_back(std::move(call));
+void Team::close_call() {
+    node_.ipc().end_call();  // this call reads no mapped peer buffer any more
+    raise_flags(call_base() + kCallSpan - 1);
 }
 
 void Team::raise_flags(uint64_t value) {
     const int me = layout_.my_local();
     for (int which : kRaised) __atomic_store_n(flag(me, which), value, __ATOMIC_RELEASE);
-}
-
-bool Team::signed_in() const {
-    const int me = layout_.my_local();
-    for (int r = 0; r < layout_.my_local_size(); ++r) {
-        if (r == me) continue;
-        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
-        if ((v >> 32) != (call_seq_ & 0xffffffffu)) return false;
-    }
-    return true;
-}
-
-Status Team::signature_deadline(double waited) {
-    const int me = layout_.my_local();
-    int late = -1;
-    for (int r = 0; r < layout_.my_local_size() && late < 0; ++r) {
-        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
-        if (r != me && (v >> 32) != (call_seq_ & 0xffffffffu)) late = layout_.rank_at(layout_.my_node(), r);
-    }
-    count(STRATA_STAT_DEADLINES);
-    char b[160];
-    snprintf(b, sizeof b, "no progress for %.0f s (coll_strata_timeout): waiting for rank %d to begin this call "
-             "(its signature)", waited, late);
-    return fail_call(STRATA_ERR_TIMEOUT, b);
-}
-
-// Whether every node peer has begun this call (*in); if not, a node peer's failure, or
-// past the deadline (counted from since) the deadline's error, else STRATA_OK.
-Status Team::check_signed_in(double since, bool *in) {
-    *in = signed_in();
-    if (*in) return STRATA_OK;
-    uint64_t failed = 0;
-    int who = -1;
-    const char *how = "";
-    if (peer_failed(&failed, &who, &how)) return peer_failure(failed, who, how, "");
-    const double waited = now_seconds() - since;
-    if (cfg_.timeout > 0 && waited >= cfg_.timeout) return signature_deadline(waited);
-    return STRATA_OK;
-}
-
-Status Team::await_signatures() {
-    const double t0 = now_seconds();
-    for (;;) {
-        bool in = false;
-        const Status st = check_signed_in(t0, &in);
-        if (st != STRATA_OK || in) return st;
-        progress_others();
-    }
-}
-
-Status Team::end_call() {
-    node_.ipc().end_call();  // this call reads no mapped peer buffer any more
-    raise_flags(call_base() + kCallSpan - 1);
-    const int me = layout_.my_local(), node = layout_.my_node();
-    int differs = -1;      // a node peer whose signature differs
-    uint32_t sum = 0;      // alltoallv: the node's per-pair sums, and L x the signature
-    bool all = true;       // every node peer's signature is of this call (signed_in)
-    for (int r = 0; r < layout_.my_local_size(); ++r) {
-        const uint64_t v = __atomic_load_n(flag(r, sig_flag(call_seq_)), __ATOMIC_ACQUIRE);
-        if ((v >> 32) != (call_seq_ & 0xffffffffu)) {
-            all = false;
-            continue;
-        }
-        sum += uint32_t(v) - sig_;
-        if (r != me && !sums_pairs_ && uint32_t(v) != sig_ && differs < 0) differs = layout_.rank_at(node, r);
-    }
-    if (differs < 0 && !(sums_pairs_ && all && sum != 0)) return STRATA_OK;
-    const std::string why =
-        differs >= 0 ? "rank " + std::to_string(differs) + " passed a different count, datatype, op or root than this rank"
-                     : std::string("the ranks of this node passed send and receive counts that differ by pair");
-    // A failure, as any other: ranks of other nodes may still be in the call (or wait
-    // for what a node peer never sends) and hear of it; a node peer may have failed it
-    // already (it received more than it expected) and hands the next call back, so
-    // every rank of the node must (a nonblocking call cannot follow it there later).
-    return fail_call(STRATA_ERR_TRUNCATE, why);
 }
 
 Status Team::fail_call(Status st, const std::string &why, uint64_t call) {

@@ -16,6 +16,7 @@
 #include "algo/algo.h"
 #include "call.h"
 #include "harness.h"
+#include "runner.h"
 #include "strata.h"
 #include "team.h"
 
@@ -55,12 +56,12 @@ void rerun_every_algorithm(const std::vector<int> &keys) {
             for (int rep = 0; rep < 4; ++rep) {
                 for (size_t i = 0; i < kCount; ++i) in[i] = (rank + 1) * 10 + rep;
                 call.info.sig = 7;
-                ASSERT_EQ(team.begin_call(call), STRATA_OK);
+                ASSERT_EQ(strata::calls_of(team).begin_call(call), STRATA_OK);
                 if (rep == 0) {
                     ASSERT_EQ(table.algorithms[alg].build(call, a), STRATA_OK);
                 }
                 ASSERT_EQ(call.run(), STRATA_OK) << table.algorithms[alg].name << " start " << rep;
-                ASSERT_EQ(team.end_call(), STRATA_OK);
+                ASSERT_EQ(strata::calls_of(team).end_call(), STRATA_OK);
                 int wrong = 0;
                 for (int x : out) wrong += x != expected(size, rep);
                 EXPECT_EQ(wrong, 0) << table.algorithms[alg].name << " start " << rep << " rank " << rank;
@@ -80,7 +81,7 @@ TEST(Rerun, ABuiltAllreduceRunsAgainAsLaterCallsOnTwoNodes) { rerun_every_algori
 TEST(Rerun, ABuiltAllreduceRunsAgainAsLaterCallsOnOneNode) { rerun_every_algorithm({5, 5, 5}); }
 
 // A blocking call like the previous one runs the previous one's schedule again
-// (api.cc, build_key): new data in the same buffers, and per-rank counts changed in
+// (runner.cc, build_key): new data in the same buffers, and per-rank counts changed in
 // the same arrays, must give exact results all the same.
 TEST(Rerun, RepeatedBlockingCallsReuseTheirScheduleOnlyWhenNothingChanged) {
     const std::vector<int> keys{0, 0, 2, 2};
@@ -100,7 +101,7 @@ TEST(Rerun, RepeatedBlockingCallsReuseTheirScheduleOnlyWhenNothingChanged) {
             int wrong = 0;
             for (int x : out) wrong += x != expected(size, rep);
             EXPECT_EQ(wrong, 0) << "allreduce, repetition " << rep;
-            EXPECT_FALSE(team.blocking_call().built_for.empty()) << "the call was not kept for reuse";
+            EXPECT_FALSE(strata::calls_of(team).blocking_call().built_for.empty()) << "the call was not kept for reuse";
         }
         // allgatherv: the same arrays, other sizes in them each time.
         std::vector<size_t> len(static_cast<size_t>(size)), at_(static_cast<size_t>(size));
