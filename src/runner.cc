@@ -400,6 +400,78 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     return STRATA_ERR_NOMEM;
 }
 
+namespace {
+// coll_strata_check_args: every rank learns whether all passed the same size (else
+// STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
+// had valid arguments (local: this rank's verdict), before anything moves.
+// pairs (alltoallv; the same on every rank once sizes agree): all_pairs, summed over
+// the ranks, must be 0 (pair_sig), else STRATA_ERR_TRUNCATE.
+Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs,
+                  uint32_t all_pairs, Status local, const std::string &why) {
+    // min of x and of ~x give min and max: all equal exactly where they agree.
+    const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
+    int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
+    std::string waited;
+    // A peer that failed an earlier call (one that ended without an error here) hands
+    // this call back and never joins the agreement: this rank then hands it back too
+    // (nothing has moved yet), so every rank runs it in the previous component.
+    Waiter w = team.waiter();
+    w.stop = [&team] { return team.check_broken(); };
+    // A failed agreement leaves the team as it was: numbered messages keep the next
+    // one from reading this one's (btl/exchange.h).
+    if (const Status st = team.agreements().min(v, 7, w, "coll_strata_check_args", &waited); st != STRATA_OK) {
+        if (team.broken()) return STRATA_FALLBACK;
+        team.set_last_error(std::string(strata_coll_name(coll)) + ": " + waited);
+        log(1, "%s", team.last_error().c_str());
+        return st;
+    }
+    char b[160];
+    if (local != STRATA_OK) {
+        snprintf(b, sizeof b, "%s: %s", strata_coll_name(coll), why.c_str());
+        team.set_last_error(b);
+        return local;
+    }
+    if (!v[0]) {
+        snprintf(b, sizeof b, "%s: another rank passed an invalid argument (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        team.set_last_error(b);
+        return STRATA_ERR_PEER;
+    }
+    if (v[1] != ~v[4] || v[2] != ~v[5]) {
+        snprintf(b, sizeof b, "%s: ranks passed different sizes (count x datatype) (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        team.set_last_error(b);
+        return STRATA_ERR_TRUNCATE;
+    }
+    if (v[3] != ~v[6]) {
+        snprintf(b, sizeof b, "%s: ranks passed different datatypes, ops or roots (coll_strata_check_args)",
+                 strata_coll_name(coll));
+        team.set_last_error(b);
+        return STRATA_ERR_ARG;
+    }
+    if (!pairs) return STRATA_OK;
+    // alltoallv (agreed above: sizes hash whether it is): the sum over all ranks.
+    std::vector<int> all(size_t(team.size()), 0);
+    if (const Status st = team.agreements().allgather(int(all_pairs), all.data(), w,
+                                                      "coll_strata_check_args (alltoallv pairs)", &waited);
+        st != STRATA_OK) {
+        if (team.broken()) return STRATA_FALLBACK;
+        team.set_last_error(std::string(strata_coll_name(coll)) + ": " + waited);
+        log(1, "%s", team.last_error().c_str());
+        return st;
+    }
+    uint32_t sum = 0;
+    for (int x : all) sum += uint32_t(x);
+    if (sum != 0) {
+        snprintf(b, sizeof b, "%s: a rank sends a peer another size than the peer receives from it "
+                 "(coll_strata_check_args)", strata_coll_name(coll));
+        team.set_last_error(b);
+        return STRATA_ERR_TRUNCATE;
+    }
+    return STRATA_OK;
+}
+}  // namespace
+
 // The call is strata's to decide (set up and on, or decided at the head of the queue:
 // into): the algorithm (setting or rule) or a hand-back, the build, and the run
 // (blocking) or the queue (nonblocking, persistent; into: it is the head already).
@@ -441,8 +513,8 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
     if (blocking && team.config().check_args) {
         const uint32_t all_pairs = pairs ? pair_sig(team, args, [](int) { return true; }) : 0;
-        const Status st = team.agree_call(coll, size_sig, meta_sig, pairs, all_pairs, args.local,
-                                          args.why ? args.why : "");
+        const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
+                                     args.why ? args.why : "");
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
         if (st != STRATA_OK) return st;
     }

@@ -159,13 +159,13 @@ public:
     // this call in the previous component (they were broken already), so this rank
     // may run it there too, where its inputs are intact.
     bool peers_ran_it_elsewhere() const { return failed_call_ != 0 && behind_call_ == call_seq_; }
-    // coll_strata_check_args: every rank learns whether all passed the same size (else
-    // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
-    // had valid arguments (local: this rank's verdict), before anything moves.
-    // pairs (alltoallv; the same on every rank once sizes agree): all_pairs, summed over
-    // the ranks, must be 0 (runner.cc pair_sig), else STRATA_ERR_TRUNCATE.
-    Status agree_call(strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs, uint32_t all_pairs,
-                      Status local, const std::string &why);
+    // The team's agreements (btl/exchange.h: over the wire, numbered) and how its
+    // blocking exchanges wait: progressing the stack and other teams' queued calls,
+    // under coll_strata_timeout. Inside a setup in steps a wait gives the thread back
+    // instead (Fiber::yield). Setup agrees through them, and so does the runner
+    // (coll_strata_check_args).
+    Agreements &agreements() { return agree_; }
+    Waiter waiter();
     const std::string &last_error() const { return last_error_; }
     void set_last_error(const std::string &e) { last_error_ = e; }
     const std::string &first_failure() const { return failure_; }
@@ -235,10 +235,6 @@ private:
     Status setup_shm(std::string *why);
     Status take_host_slots();
     Status setup_failed(Status st, const std::string &why);
-    // How this team's blocking exchanges wait: progressing the stack and other
-    // teams' queued calls, under coll_strata_timeout.
-    // Inside a setup in steps a wait gives the thread back instead (Fiber::yield).
-    Waiter waiter();
     void raise_flags(uint64_t value);
     Status setup_device(std::string *why);
     void release_device();
