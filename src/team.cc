@@ -20,7 +20,7 @@ constexpr int kReleaseWaitSeconds = 2;
 Team::Team(int rank, int size, int node_key, const strata_transport_t &tp, const strata_config_t &cfg)
     : rank_(rank), size_(size), node_key_(node_key), tp_(tp), cfg_(cfg),
       node_(size_t(cfg.ipc_cache_size > 0 ? cfg.ipc_cache_size : 0)), wire_(tp),
-      agree_(wire_, rank, size, control_tag(kAgreeSub)) {
+      oob_(wire_, tp, rank, size, control_tag(kAgreeSub), control_tag(kNoticeSub)) {
     node_.ipc().set_byte_capacity(cfg.ipc_cache_bytes);
 }
 
@@ -120,7 +120,7 @@ Status Team::ensure_setup(bool blocking_call) {
     std::vector<int> keys(size_);
     const int bits = (cfg_.opt_out ? 4 : 0) | (device_driver_present() ? 2 : 0) | (device_context_current() ? 1 : 0);
     std::string why;
-    const Status gathered = agree_.allgather(node_key_ * 8 + bits, keys.data(), waiter(), "node keys and GPUs", &why);
+    const Status gathered = oob_.agreements.allgather(node_key_ * 8 + bits, keys.data(), waiter(), "node keys and GPUs", &why);
     if (gathered != STRATA_OK) return setup_failed(gathered, why);
     int gpu_ranks = 0, driver_ranks = 0, opted_out = -1;
     for (int r = size_ - 1; r >= 0; --r) {
@@ -193,7 +193,7 @@ Status Team::ensure_setup(bool blocking_call) {
     agreed[9] = INT_MAX - kind;
     agreed[10] = chan_why.empty() ? INT_MAX : rank_;
     agreed[11] = INT_MAX - int(next_team_id());
-    const Status agreed_st = agree_.min(agreed, 12, waiter(), "shared memory and settings", &why);
+    const Status agreed_st = oob_.agreements.min(agreed, 12, waiter(), "shared memory and settings", &why);
     node_.unlink();  // every local peer has attached or given up by now
     if (agreed_st != STRATA_OK) return setup_failed(agreed_st, why);
     first_failed = agreed[0];
@@ -235,7 +235,7 @@ Status Team::ensure_setup(bool blocking_call) {
 Status Team::open_private() {
     if (private_ || tp_.open_private == nullptr || tp_.private_done == nullptr) return STRATA_OK;
     private_ = true;  // once, whatever comes of it
-    const bool inbox = inbox_req_ != nullptr;
+    const bool inbox = oob_.notices.listening();
     close_inbox();  // posted again on the new communicator
     opening_private_.store(true, std::memory_order_release);
     void *req = nullptr;
@@ -271,7 +271,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     }
     int first_failed = local == STRATA_OK ? INT_MAX : local == STRATA_ERR_PEER ? size_ + rank_ : rank_;
     std::string agree_why;
-    if (const Status st = agree_.min(&first_failed, 1, waiter(), "GPU path", &agree_why); st != STRATA_OK) {
+    if (const Status st = oob_.agreements.min(&first_failed, 1, waiter(), "GPU path", &agree_why); st != STRATA_OK) {
         release_device();
         return setup_failed(st, agree_why);
     }
@@ -288,7 +288,7 @@ Status Team::agree_device(bool gpu_everywhere) {
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
     // The same round agrees whether the channel takes device memory on every rank.
     int on[2] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0};
-    if (const Status st = agree_.min(on, 2, waiter(), "IPC cache", &why); st != STRATA_OK) {
+    if (const Status st = oob_.agreements.min(on, 2, waiter(), "IPC cache", &why); st != STRATA_OK) {
         release_device();
         return setup_failed(st, why);
     }
@@ -334,7 +334,7 @@ Status Team::setup_channel(int kind, uint32_t team_id, int first_why, const std:
     }
     int first_failed = chan_ ? INT_MAX : rank_;
     std::string agree_why;
-    if (const Status a = agree_.min(&first_failed, 1, waiter(), "point-to-point channel", &agree_why); a != STRATA_OK) {
+    if (const Status a = oob_.agreements.min(&first_failed, 1, waiter(), "point-to-point channel", &agree_why); a != STRATA_OK) {
         drop_channel();
         return setup_failed(a, agree_why);
     }
@@ -363,7 +363,7 @@ Status Team::claim_id(uint32_t proposed) {
         const bool claimed = claim_team_id(proposed);
         int v[2] = {claimed ? 1 : 0, INT_MAX - int(next_team_id())};
         std::string why;
-        const Status st = agree_.min(v, 2, waiter(), "point-to-point channel's team id", &why);
+        const Status st = oob_.agreements.min(v, 2, waiter(), "point-to-point channel's team id", &why);
         if (st == STRATA_OK && v[0] == 1) {
             team_id_ = proposed;
             return STRATA_OK;
@@ -430,7 +430,7 @@ Status Team::take_host_slots() {
         __atomic_store_n(flag(layout_.my_local(), kFlagClosed), device_tries_, __ATOMIC_RELEASE);
     }
     int first_failed = shm_failure_mark(local);
-    const Status agreed = agree_.min(&first_failed, 1, waiter(), "host stage slots", &why);
+    const Status agreed = oob_.agreements.min(&first_failed, 1, waiter(), "host stage slots", &why);
     node_.unlink();
     if (agreed != STRATA_OK) return setup_failed(agreed, why);
     return first_failed == INT_MAX ? STRATA_OK : shm_fell_back(first_failed, local);

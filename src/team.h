@@ -17,6 +17,7 @@
 #include "btl/channels.h"
 #include "btl/exchange.h"
 #include "btl/node_channel.h"
+#include "btl/oob.h"
 #include "btl/p2p.h"
 #include "common.h"
 #include "engine.h"
@@ -115,6 +116,7 @@ public:
     // Sub-tags of the control slot: failure notices 0 (team_calls.cc), agreements
     // 1 .. Agreements::kTags, the point-to-point channel's setup 4093, GPU regions 4094
     // and the shared segment's name 4095 (team.cc).
+    static constexpr int kNoticeSub = 0;
     static constexpr int kAgreeSub = 1;
 
     // ---- the calls (src/queue.h, made by the runner; failures: src/team_calls.cc)
@@ -164,7 +166,7 @@ public:
     // under coll_strata_timeout. Inside a setup in steps a wait gives the thread back
     // instead (Fiber::yield). Setup agrees through them, and so does the runner
     // (coll_strata_check_args).
-    Agreements &agreements() { return agree_; }
+    Agreements &agreements() { return oob_.agreements; }
     Waiter waiter();
     const std::string &last_error() const { return last_error_; }
     void set_last_error(const std::string &e) { last_error_ = e; }
@@ -274,7 +276,7 @@ private:
     MemDomain *dom_ = nullptr;  // the GPU's domain on a device team
     bool direct_ = false;       // device pointers go straight to point-to-point
     TransportChannel wire_;
-    Agreements agree_;  // over wire_: setup, the GPU question, coll_strata_check_args
+    OutOfBand oob_;  // agreements over wire_ (setup, the GPU question, coll_strata_check_args), failure notices
     std::unique_ptr<P2PChannel> chan_;       // the registry's channel, when not the wire
     uint32_t team_id_ = 0;                   // claimed at setup for chan_ (ChannelSetup::team; 0: none)
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
@@ -284,17 +286,9 @@ private:
     uint64_t failed_call_ = 0;   // the call this rank failed in (0: none)
     uint64_t behind_call_ = 0;   // a call this rank failed on hearing of an earlier call's failure
     std::string last_error_, failure_;
-    // Failure notices from other nodes: one receive from any rank kept posted.
-    struct Notice {
-        uint64_t call;
-        int64_t rank;
-    };
-    Notice inbox_{};
-    void *inbox_req_ = nullptr;
+    // Failure notices from other nodes (oob_.notices: one receive from any rank kept posted).
     uint64_t noticed_call_ = 0;  // earliest call a notice said some rank failed in (0: none)
     int noticed_rank_ = -1;
-    std::vector<void *> notices_out_;
-    Notice outgoing_{};
     void post_inbox();
     void poll_inbox();
     void close_inbox();

@@ -24,7 +24,6 @@
 namespace strata {
 
 namespace {
-constexpr int kNoticeSub = 0;
 const int kRaised[] = {kFlagReady, kFlagSlice, kFlagDone, kFlagPosted};
 }  // namespace
 
@@ -79,13 +78,8 @@ Status Team::fail_call(Status st, const std::string &why, uint64_t call) {
     if (setup_ == Setup::Ready) {
         __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call, __ATOMIC_RELEASE);
         // Every rank on another node hears of it; node peers read the flag.
-        outgoing_ = Notice{call, rank_};
-        for (int r = 0; r < size_; ++r) {
-            if (layout_.node_of[size_t(r)] == layout_.my_node()) continue;
-            void *req = nullptr;
-            if (tp_.isend(tp_.ctx, &outgoing_, sizeof outgoing_, r, control_tag(kNoticeSub), &req) == 0)
-                notices_out_.push_back(req);
-        }
+        for (int r = 0; r < size_; ++r)
+            if (layout_.node_of[size_t(r)] != layout_.my_node()) oob_.notices.tell(call, rank_, r);
     }
     return st;
 }
@@ -147,38 +141,25 @@ bool Team::check_broken() {
 }
 
 void Team::post_inbox() {
-    if (inbox_req_ != nullptr || layout_.nnodes() < 2 || tp_.cancel == nullptr) return;
-    if (tp_.irecv(tp_.ctx, &inbox_, sizeof inbox_, STRATA_ANY_SOURCE, control_tag(kNoticeSub), &inbox_req_) != 0) {
-        inbox_req_ = nullptr;
+    if (layout_.nnodes() < 2) return;
+    if (!oob_.notices.listen())
         log(1, "cannot post the receive of failure notices: a failure on another node is only "
                "bounded by coll_strata_timeout");
-    }
 }
 
 void Team::poll_inbox() {
-    while (inbox_req_ != nullptr) {
-        int done = 0;
-        if (tp_.test(tp_.ctx, inbox_req_, &done, nullptr) != 0) {
-            inbox_req_ = nullptr;
-            return;
-        }
-        if (!done) return;
-        inbox_req_ = nullptr;
-        if (noticed_call_ == 0 || flag_reached(noticed_call_, inbox_.call + 1)) {
-            noticed_call_ = inbox_.call;
-            noticed_rank_ = int(inbox_.rank);
+    uint64_t call = 0;
+    int rank = -1;
+    while (oob_.notices.arrived(&call, &rank)) {
+        if (noticed_call_ == 0 || flag_reached(noticed_call_, call + 1)) {
+            noticed_call_ = call;
+            noticed_rank_ = rank;
         }
         post_inbox();
     }
 }
 
-void Team::close_inbox() {
-    if (inbox_req_ != nullptr && tp_.cancel) tp_.cancel(tp_.ctx, inbox_req_, 1);
-    inbox_req_ = nullptr;
-    for (void *r : notices_out_)
-        if (tp_.cancel) tp_.cancel(tp_.ctx, r, 0);
-    notices_out_.clear();
-}
+void Team::close_inbox() { oob_.notices.close(); }
 
 namespace {
 const char *const kFlagNames[kFlagCount] = {"ready", "slice", "done", "posted", "sig", "sig", "failed", "closed"};
