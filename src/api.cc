@@ -6,6 +6,7 @@
 #include <new>
 #include <vector>
 
+#include "agree_call.h"
 #include "algo/algo.h"
 #include "algo/rules.h"
 #include "call.h"
@@ -466,10 +467,11 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     uint64_t size_sig = 0;
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);
-    // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
+    // coll_strata_check_args: a blocking call agrees here; a nonblocking or persistent
+    // one at the head of its team's queue, in steps (agree_call.h).
     const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
+    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
     if (blocking && team.config().check_args) {
-        const uint32_t all_pairs = pairs ? pair_sig(team, args, [](int) { return true; }) : 0;
         const Status st = team.agree_call(coll, size_sig, meta_sig, pairs, all_pairs, args.local,
                                           args.why ? args.why : "");
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
@@ -549,6 +551,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
             info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
         }
     }
+    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
     if (into != nullptr) {
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;
