@@ -29,7 +29,7 @@
  * and once with `--mca coll ^strata`, and perf/compare merges the two tables.
  *
  *   strata_bench [-c COLL] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]
- *                [-w WARMUP] [-n ITERS] [--single] [--no-check] [--device]
+ *                [-w WARMUP] [-n ITERS] [--single] [--no-check] [--device] [--nonblocking]
  * Sizes take K/M/G suffixes (bytes). Time = max over ranks of the mean per call.
  * busbw factors: allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n;
  * bcast and reduce 1.
@@ -102,20 +102,26 @@ static int *rcounts;   /* reduce_scatter, alltoallv: all equal */
 static int *displs;    /* alltoallv: r * count */
 static int vcounts = 0;   /* -c alltoallv: alltoall's blocks through MPI_Alltoallv */
 
+static int nonblocking = 0;   /* --nonblocking: MPI_I<coll> then MPI_Wait */
+
+/* The collective, blocking or (--nonblocking) started and waited for at once. */
+#define ONE(Up, low, ...) \
+    (nonblocking ? (MPI_I##low(__VA_ARGS__, &rq), MPI_Wait(&rq, MPI_STATUS_IGNORE)) : MPI_##Up(__VA_ARGS__))
 static void run_once(const shape_t *s, void *sb, void *rb, MPI_Comm comm)
 {
     MPI_Datatype dt = types[type].dt;
+    MPI_Request rq;
     int c = (int)s->count;
     switch (coll) {
-    case C_ALLREDUCE: MPI_Allreduce(sb, rb, c, dt, ops[opi].op, comm); break;
-    case C_REDUCE: MPI_Reduce(sb, rb, c, dt, ops[opi].op, 0, comm); break;
-    case C_BCAST: MPI_Bcast(sb, c, dt, 0, comm); break;
-    case C_ALLGATHER: MPI_Allgather(sb, c, dt, rb, c, dt, comm); break;
-    case C_REDUCE_SCATTER: MPI_Reduce_scatter(sb, rb, rcounts, dt, ops[opi].op, comm); break;
-    case C_REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block(sb, rb, c, dt, ops[opi].op, comm); break;
+    case C_ALLREDUCE: ONE(Allreduce, allreduce, sb, rb, c, dt, ops[opi].op, comm); break;
+    case C_REDUCE: ONE(Reduce, reduce, sb, rb, c, dt, ops[opi].op, 0, comm); break;
+    case C_BCAST: ONE(Bcast, bcast, sb, c, dt, 0, comm); break;
+    case C_ALLGATHER: ONE(Allgather, allgather, sb, c, dt, rb, c, dt, comm); break;
+    case C_REDUCE_SCATTER: ONE(Reduce_scatter, reduce_scatter, sb, rb, rcounts, dt, ops[opi].op, comm); break;
+    case C_REDUCE_SCATTER_BLOCK: ONE(Reduce_scatter_block, reduce_scatter_block, sb, rb, c, dt, ops[opi].op, comm); break;
     case C_ALLTOALL:
-        if (vcounts) MPI_Alltoallv(sb, rcounts, displs, dt, rb, rcounts, displs, dt, comm);
-        else MPI_Alltoall(sb, c, dt, rb, c, dt, comm);
+        if (vcounts) ONE(Alltoallv, alltoallv, sb, rcounts, displs, dt, rb, rcounts, displs, dt, comm);
+        else ONE(Alltoall, alltoall, sb, c, dt, rb, c, dt, comm);
         break;
     }
 }
@@ -411,7 +417,7 @@ static int comm_cycles(int n, MPI_Comm ctl)
 static void usage(void)
 {
     printf("usage: strata_bench [-c COLL] [-b MIN] [-e MAX] [-f FACTOR] [-t TYPE] [-o OP]\n"
-           "                    [-w WARMUP] [-n ITERS] [--single] [--no-check] [--device]\n"
+           "                    [-w WARMUP] [-n ITERS] [--single] [--no-check] [--device] [--nonblocking]\n"
            "  -c  allreduce (default), allgather, reduce_scatter, reduce_scatter_block, bcast, alltoall, alltoallv (alltoall's\n"
            "      blocks through MPI_Alltoallv), reduce\n"
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
@@ -419,6 +425,7 @@ static void usage(void)
            "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
            "             (with --device: on communicators whose ranks all have a GPU)\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
+           "  --nonblocking  each call as MPI_I<coll> waited for at once (MPI_Wait)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
            "             host staging: device -> pinned host, the collective without strata, host -> device\n"
            "  --version  strata's version and the commit this was built from (needs no job)\n");
@@ -445,6 +452,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(s, "--single") || !strcmp(s, "--no-strata-comm")) single = 1;
         else if (!strcmp(s, "--comms") && v) { comms = atoi(v); a++; }
+        else if (!strcmp(s, "--nonblocking")) nonblocking = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
     }

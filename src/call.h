@@ -87,6 +87,12 @@ public:
     // the head of the queue, after setup (runner.cc): STRATA_OK serves it (built, on_end
     // set), STRATA_FALLBACK hands it back. Cleared once it is served.
     std::function<Status()> decide;
+    // Asked at the head of the queue, after decide, each time the call is to start (a
+    // persistent call: at every start) until *done (agree_call.h: the
+    // coll_strata_check_args agreement, in steps). STRATA_OK starts the call; any other
+    // status completes it with that status, neither numbered nor started, the team as
+    // it was. nullptr: the call starts at once.
+    std::function<Status(bool *done)> gate;
     bool pending() const { return pending_; }
 
     // Pipeline segments: n consecutive numbers, counted from 0 in each call.

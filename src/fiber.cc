@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <mutex>
+#include <utility>
 
 namespace strata {
 
@@ -14,9 +16,18 @@ namespace {
 constexpr size_t kStackBytes = size_t(4) << 20;
 constexpr size_t kGuardBytes = 64 << 10;  // a whole page on every page size Linux uses
 thread_local Fiber *tl_current = nullptr;
+// One stack of a fiber that ended, kept for the next fiber (a queued call's agreement
+// makes one per call): its mapping and guard page are made once.
+std::mutex g_spare_mu;
+char *g_spare = nullptr;
 }  // namespace
 
 Fiber::Fiber(std::function<void()> body) : body_(std::move(body)), stack_bytes_(kStackBytes) {
+    {
+        std::lock_guard<std::mutex> g(g_spare_mu);
+        std::swap(stack_, g_spare);
+    }
+    if (stack_ != nullptr) return;
     void *p = mmap(nullptr, stack_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     stack_ = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
     // The stack grows down: its lowest page faults, so an overflow crashes here
@@ -28,7 +39,16 @@ Fiber::Fiber(std::function<void()> body) : body_(std::move(body)), stack_bytes_(
 }
 
 Fiber::~Fiber() {
-    if (stack_ != nullptr) munmap(stack_, stack_bytes_);
+    if (stack_ == nullptr) return;
+    // A fiber left in the middle may have lent its stack to a pending request: not reused.
+    if (ended_ || !started_) {
+        std::lock_guard<std::mutex> g(g_spare_mu);
+        if (g_spare == nullptr) {
+            g_spare = stack_;
+            return;
+        }
+    }
+    munmap(stack_, stack_bytes_);
 }
 
 void Fiber::entry(unsigned lo, unsigned hi) {

@@ -88,16 +88,24 @@ void CallQueue::kick() {
 }
 
 // An undecided head (queued while setup ran in steps) waits for the setup to end, then
-// is decided from the agreed outcome: served (built now) or handed back (st).
+// is decided from the agreed outcome: served (built now) or handed back (st). A served
+// head then waits for its gate (Call::gate), if it has one.
 Status CallQueue::decide_head(Call &call, bool *waits) {
     *waits = false;
-    if (call.started_ || !call.decide) return STRATA_OK;
-    if (!team_.advance_setup()) {
-        *waits = true;
-        return STRATA_OK;
+    if (call.started_) return STRATA_OK;
+    if (call.decide) {
+        if (!team_.advance_setup()) {
+            *waits = true;
+            return STRATA_OK;
+        }
+        const Status st = call.decide();
+        if (st != STRATA_OK) return st;
+        call.decide = nullptr;  // a persistent call served once is served at every start
     }
-    const Status st = call.decide();
-    if (st == STRATA_OK) call.decide = nullptr;  // a persistent call served once is served at every start
+    if (!call.gate) return STRATA_OK;
+    bool done = false;
+    const Status st = call.gate(&done);
+    *waits = !done;
     return st;
 }
 
@@ -113,7 +121,9 @@ Status CallQueue::start_head(Call &call) {
 }
 
 void CallQueue::complete(Call &call, Status st) {
-    if (call.on_end) st = call.on_end(st);
+    // A call that never began (refused at the head: a broken team, its gate, a hand-back)
+    // has nothing for on_end to end: its failure is not the team's.
+    if (call.on_end && call.started_) st = call.on_end(st);
     call.pending_ = false;
     if (call.started_) queued_call_ends();
     call.started_ = false;
@@ -133,7 +143,7 @@ int CallQueue::progress_queue(bool *idle) {
         Call &c = *queue_.front();
         bool finished = false, call_idle = false, moved = true, waits = false;
         Status st = decide_head(c, &waits);
-        if (st == STRATA_OK && waits) break;  // *idle stays: the setup's waits gave the thread back
+        if (st == STRATA_OK && waits) break;  // *idle stays: the setup's (or agreement's) waits gave the thread back
         if (st == STRATA_OK && !c.started_) st = start_head(c);
         for (int k = 0; st == STRATA_OK && !finished && moved && k < kPasses; ++k)
             st = c.progress(&finished, &call_idle, &moved);
@@ -187,6 +197,7 @@ void CallQueue::return_call(std::unique_ptr<Call> call) {
     call->on_end = nullptr;
     call->on_complete = nullptr;
     call->decide = nullptr;
+    call->gate = nullptr;
     if (pool_.size() < kPoolSize) pool_.push_back(std::move(call));
 }
 

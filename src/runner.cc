@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "agree_call.h"
 #include "algo/algo.h"
 #include "copies.h"
 #include "mem/device.h"
@@ -400,7 +401,6 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     return STRATA_ERR_NOMEM;
 }
 
-namespace {
 // coll_strata_check_args: every rank learns whether all passed the same size (else
 // STRATA_ERR_TRUNCATE) and type, op and root (else STRATA_ERR_ARG), and whether all
 // had valid arguments (local: this rank's verdict), before anything moves.
@@ -470,7 +470,7 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
     }
     return STRATA_OK;
 }
-}  // namespace
+
 
 // The call is strata's to decide (set up and on, or decided at the head of the queue:
 // into): the algorithm (setting or rule) or a hand-back, the build, and the run
@@ -509,10 +509,11 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     uint64_t size_sig = 0;
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);
-    // A blocking agreement: nonblocking calls go without it (docs: coll_strata_check_args).
+    // coll_strata_check_args: a blocking call agrees here; a nonblocking or persistent
+    // one at the head of its team's queue, in steps (agree_call.h).
     const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
+    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
     if (blocking && team.config().check_args) {
-        const uint32_t all_pairs = pairs ? pair_sig(team, args, [](int) { return true; }) : 0;
         const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
                                      args.why ? args.why : "");
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
@@ -592,6 +593,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
             info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
         }
     }
+    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
     if (into != nullptr) {
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;

@@ -52,6 +52,13 @@ void load_team_rules(CoreTeam &t, const char *path);
 Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start = Start{});
 
 // A call handed back to the previous component: counted, and said at verbose 2.
+// coll_strata_check_args: every rank learns whether all passed the same call (size:
+// else STRATA_ERR_TRUNCATE; type, op, root: else STRATA_ERR_ARG) and whether all had
+// valid arguments (local), before anything moves. Waits (in a fiber, gives the thread
+// back: agree_call.h runs it for calls that complete later).
+Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs,
+                  uint32_t all_pairs, Status local, const std::string &why);
+
 Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
                  const char *detail = "");
 

@@ -3,7 +3,7 @@
  * fault_check - the fault cases of issue 10, one sub-command each, for any MPI.
  *
  *   fault_check CASE [-n N] [-c COUNT] [-s SEED] [-T SECONDS] [-S SECONDS] [-t THREADS]
- *                    [-x] [-R] [-Z] [-L contig|same|mixed] [-v]
+ *                    [-x] [-A] [-N] [-P] [-U] [-R] [-Z] [-L contig|same|mixed] [-v]
  *
  * Correctness cases (every result compared bit for bit with a locally computed
  * reference; inputs are small integers so every reduction order is exact; the
@@ -42,7 +42,12 @@
  *   kinds      one mismatched call of each kind (count, datatype, op, root, alltoallv
  *              pairs, allgatherv counts), each on a communicator of its own; -A: every
  *              rank must get an error from it. Then a correct call on that
- *              communicator must be exact. -N: the nonblocking forms
+ *              communicator must be exact. -N: the nonblocking forms; -P: persistent
+ *              requests, each started twice (a correct one: exact both times; the
+ *              mismatched one: every start must fail with -A, and Open MPI frees a
+ *              request that ended with an error, so it starts once there); -U: the
+ *              mismatched call must leave every rank's buffers untouched (nothing
+ *              moves: coll_strata_check_args)
  *   deadline   the last rank sleeps -S seconds (default 10) before an allreduce under
  *              MPI_ERRORS_RETURN; the others must get an error after about -T seconds.
  *              Then communicators made from the failed one (dup, split, split_type,
@@ -57,6 +62,11 @@
  * Exit status: 0 when this rank saw nothing wrong.
  */
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -1002,59 +1012,108 @@ static int case_mismatch_later(const char *name)
  * on that communicator must be exact on every rank. Else any rc, and after a barrier
  * the next call goes to a communicator dup'ed before (across nodes a rank that returned
  * success may run the next call a call apart from a peer that failed: docs/users.md). */
-static int g_all_err = 0, g_nb = 0;
+static int g_all_err = 0, g_nb = 0, g_untouched = 0;   /* g_nb: 1 nonblocking, 2 persistent */
+static int g_start_rc[2];   /* persistent: each start's rc */
 enum { K_COUNT, K_DTYPE, K_OP, K_ROOT, K_PAIRS, K_COUNTS, NK };
 static const char *knames[NK] = { "count", "datatype", "op", "root", "pairs", "counts" };
 
-/* One call of kind k (nb: its nonblocking form, waited for); bad: the mismatched one.
- * Returns rc; *wrong: a correct call's result is not exact. */
-static int kind_call(int k, int bad, int nb, MPI_Comm comm, int n, int *a, int *b, int *wrong)
+/* Persistent collectives: MPI 4's MPI_<Coll>_init (Open MPI 5.0 has them, though it
+ * reports MPI 3.1), else Open MPI 4.1's MPIX_<Coll>_init (<mpi-ext.h>, pcollreq). */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define KIND_PINIT(Up, ...) MPI_##Up##_init(__VA_ARGS__, MPI_INFO_NULL, &rq)
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define KIND_PINIT(Up, ...) MPIX_##Up##_init(__VA_ARGS__, MPI_INFO_NULL, &rq)
+#else
+#define KIND_PINIT(Up, ...) MPI_ERR_UNSUPPORTED_OPERATION
+#endif
+/* The call in the form nb says: blocking, MPI_I<coll> or the persistent init. */
+#define KIND_ISSUE(Up, low, ...) \
+    (nb == 2 ? KIND_PINIT(Up, __VA_ARGS__) : nb ? MPI_I##low(__VA_ARGS__, &rq) : MPI_##Up(__VA_ARGS__))
+
+static void kind_fill(int rank, int size, int n, int *a, int *b)
+{
+    for (int i = 0; i < size * n; ++i) { a[i] = rank * 1000 + i % 1000; b[i] = -1; }
+}
+
+/* Whether the result of a correct call of kind k is exact. */
+static int kind_exact(int k, int rank, int size, int n, const int *a, const int *b)
+{
+    switch (k) {
+    case K_COUNT: case K_DTYPE: case K_OP:
+        for (int i = 0; i < n; ++i) if (b[i] != 1000 * size * (size - 1) / 2 + size * (i % 1000)) return 0;
+        return 1;
+    case K_ROOT:
+        for (int i = 0; i < n; ++i) if (a[i] != i % 1000) return 0;
+        return 1;
+    case K_PAIRS:
+        for (int i = 0; i < size * n; ++i) if (b[i] != (i / n) * 1000 + (rank * n + i % n) % 1000) return 0;
+        return 1;
+    default:
+        for (int i = 0; i < size * n; ++i) if (b[i] != (i / n) * 1000 + (i % n) % 1000) return 0;
+        return 1;
+    }
+}
+
+/* Whether a and b are as kind_fill left them: the call moved nothing here. */
+static int kind_untouched(int rank, int size, int n, const int *a, const int *b)
+{
+    for (int i = 0; i < size * n; ++i) if (a[i] != rank * 1000 + i % 1000 || b[i] != -1) return 0;
+    return 1;
+}
+
+/* One call of kind k (nb: its nonblocking form, waited for; 2: a persistent request,
+ * started twice, fresh inputs each time); bad: the mismatched one. Returns rc (of a
+ * persistent request: MPI_SUCCESS if any start succeeded, so that a start that returns
+ * success from a mismatched call is seen); *wrong: a correct call's result is not
+ * exact; *moved (bad only): the call wrote a buffer of this rank. */
+static int kind_call(int k, int bad, int nb, MPI_Comm comm, int n, int *a, int *b, int *wrong, int *moved)
 {
     int rank, size; MPI_Comm_rank(comm, &rank); MPI_Comm_size(comm, &size);
     const int last = rank == size - 1 && bad;
     int rc, cnt[64], dsp[64], scnt[64];
     MPI_Request rq = MPI_REQUEST_NULL;
-    for (int i = 0; i < size * n; ++i) { a[i] = rank * 1000 + i % 1000; b[i] = -1; }
+    kind_fill(rank, size, n, a, b);
     for (int r = 0; r < size; ++r) { cnt[r] = scnt[r] = n; dsp[r] = r * n; }
-    *wrong = 0;
+    *wrong = *moved = 0;
     switch (k) {
     case K_COUNT: case K_DTYPE: case K_OP: {
         const int c = last && k == K_COUNT ? n / 2 : n;
         const MPI_Datatype t = last && k == K_DTYPE ? MPI_FLOAT : MPI_INT;
         const MPI_Op op = last && k == K_OP ? MPI_MAX : MPI_SUM;
-        rc = nb ? MPI_Iallreduce(a, b, c, t, op, comm, &rq) : MPI_Allreduce(a, b, c, t, op, comm);
+        rc = KIND_ISSUE(Allreduce, allreduce, a, b, c, t, op, comm);
         break;
     }
     case K_ROOT:
-        rc = nb ? MPI_Ibcast(a, n, MPI_INT, last ? 1 : 0, comm, &rq) : MPI_Bcast(a, n, MPI_INT, last ? 1 : 0, comm);
+        rc = KIND_ISSUE(Bcast, bcast, a, n, MPI_INT, last ? 1 : 0, comm);
         break;
     case K_PAIRS:
         if (bad && rank == 0) scnt[size - 1] = n - 64;
-        rc = nb ? MPI_Ialltoallv(a, scnt, dsp, MPI_INT, b, cnt, dsp, MPI_INT, comm, &rq)
-                : MPI_Alltoallv(a, scnt, dsp, MPI_INT, b, cnt, dsp, MPI_INT, comm);
+        rc = KIND_ISSUE(Alltoallv, alltoallv, a, scnt, dsp, MPI_INT, b, cnt, dsp, MPI_INT, comm);
         break;
     default:
         if (last) cnt[0] = n - 64;
-        rc = nb ? MPI_Iallgatherv(a, n, MPI_INT, b, cnt, dsp, MPI_INT, comm, &rq)
-                : MPI_Allgatherv(a, n, MPI_INT, b, cnt, dsp, MPI_INT, comm);
+        rc = KIND_ISSUE(Allgatherv, allgatherv, a, n, MPI_INT, b, cnt, dsp, MPI_INT, comm);
         break;
     }
-    if (nb && rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS || bad) return rc;
-    switch (k) {
-    case K_COUNT: case K_DTYPE: case K_OP:
-        for (int i = 0; i < n && !*wrong; ++i) *wrong = b[i] != 1000 * size * (size - 1) / 2 + size * (i % 1000);
-        break;
-    case K_ROOT:
-        for (int i = 0; i < n && !*wrong; ++i) *wrong = a[i] != i % 1000;
-        break;
-    case K_PAIRS:
-        for (int i = 0; i < size * n && !*wrong; ++i) *wrong = b[i] != (i / n) * 1000 + (rank * n + i % n) % 1000;
-        break;
-    default:
-        for (int i = 0; i < size * n && !*wrong; ++i) *wrong = b[i] != (i / n) * 1000 + (i % n) % 1000;
-        break;
+    if (nb == 1 && rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    if (nb == 2 && rc == MPI_SUCCESS) {
+        int any_ok = 0, last_err = MPI_SUCCESS;
+        g_start_rc[1] = -1;
+        /* Open MPI's MPI_Wait frees a request that ended with an error, persistent too */
+        for (int start = 0; start < 2 && rq != MPI_REQUEST_NULL; ++start) {
+            if (start > 0) kind_fill(rank, size, n, a, b);
+            int src = MPI_Start(&rq);
+            if (src == MPI_SUCCESS) src = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            g_start_rc[start] = src;
+            if (src == MPI_SUCCESS) any_ok = 1; else last_err = src;
+            if (bad) *moved |= !kind_untouched(rank, size, n, a, b);
+            else if (src == MPI_SUCCESS) *wrong |= !kind_exact(k, rank, size, n, a, b);
+        }
+        if (rq != MPI_REQUEST_NULL) MPI_Request_free(&rq);
+        return any_ok && (bad || last_err == MPI_SUCCESS) ? MPI_SUCCESS : last_err;
     }
+    if (bad) *moved = !kind_untouched(rank, size, n, a, b);
+    else if (rc == MPI_SUCCESS) *wrong = !kind_exact(k, rank, size, n, a, b);
     return rc;
 }
 
@@ -1063,7 +1122,7 @@ static int case_kinds(void)
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int n = 16384;
     int *a = malloc(sizeof(int) * (size_t)n * size), *b = malloc(sizeof(int) * (size_t)n * size);
-    int nbad = 0, wrong, rc;
+    int nbad = 0, wrong, moved, rc;
     char eb[300], name[32];
     /* Open MPI 4.1's MPI_Wait reports a collective request's error to MPI_COMM_WORLD's
      * handler, not to the request's communicator's */
@@ -1076,7 +1135,7 @@ static int case_kinds(void)
         MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
         /* served calls first (past coll_strata_lazy_calls), so that strata serves the wrong one */
         for (int w = 0; w < 8; ++w) {
-            rc = kind_call(k, 0, g_nb && w >= 5, comm, n, a, b, &wrong);  /* blocking ones set up (lazy_calls) */
+            rc = kind_call(k, 0, w >= 5 ? g_nb : 0, comm, n, a, b, &wrong, &moved);  /* blocking ones set up (lazy_calls) */
             if (rc || wrong) nbad += say(name, rank, 0, "a correct call before the wrong one: rc=%s%s", errname(rc, eb),
                                          wrong ? ", WRONG values" : "");
         }
@@ -1084,12 +1143,17 @@ static int case_kinds(void)
          * not end the mismatched call before it has compared what the last rank passed */
         if (rank == size - 1) usleep(300000);
         double t0 = MPI_Wtime();
-        rc = kind_call(k, 1, g_nb, comm, n, a, b, &wrong);
+        rc = kind_call(k, 1, g_nb, comm, n, a, b, &wrong, &moved);
         double dt = MPI_Wtime() - t0;
-        nbad += say(name, rank, !g_all_err || rc != MPI_SUCCESS, "mismatched call rc=%s after %.2fs%s", errname(rc, eb),
-                    dt, g_all_err ? "; want an error on every rank" : " (any rc)");
+        char starts[700] = "", eb2[300];
+        if (g_nb == 2) snprintf(starts, sizeof starts, " (start 1: %s; start 2: %s)", errname(g_start_rc[0], eb),
+                                g_start_rc[1] == -1 ? "none, the request was freed with its error" :
+                                errname(g_start_rc[1], eb2));
+        nbad += say(name, rank, (!g_all_err || rc != MPI_SUCCESS) && !(g_untouched && moved),
+                    "mismatched call rc=%s after %.2fs%s%s%s", errname(rc, eb), dt, starts, g_all_err ? "; want an error on every rank" : " (any rc)",
+                    !g_untouched ? "" : moved ? "; it MOVED data into this rank's buffers" : ", buffers untouched");
         if (!g_all_err) MPI_Barrier(MPI_COMM_WORLD);
-        rc = kind_call(k, 0, g_nb, g_all_err ? comm : spare, n, a, b, &wrong);
+        rc = kind_call(k, 0, g_nb, g_all_err ? comm : spare, n, a, b, &wrong, &moved);
         nbad += say(name, rank, rc == MPI_SUCCESS && !wrong, "next correct call on %s: rc=%s%s",
                     g_all_err ? "the same communicator" : "a communicator dup'ed before", errname(rc, eb),
                     wrong ? ", WRONG values" : rc ? "" : ", exact");
@@ -1305,6 +1369,8 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-x")) { /* check_args expected */ }
         else if (!strcmp(s, "-A")) g_all_err = 1;
         else if (!strcmp(s, "-N")) g_nb = 1;
+        else if (!strcmp(s, "-P")) g_nb = 2;
+        else if (!strcmp(s, "-U")) g_untouched = 1;
         else if (!strcmp(s, "-R")) g_red_derived = 1;
         else if (!strcmp(s, "-Z")) g_zero = 1;
         else if (!strcmp(s, "-v")) g_verbose++;
@@ -1334,7 +1400,7 @@ int main(int argc, char **argv)
         if (!g_world_rank)
             fprintf(stderr, "usage: fault_check basic|zero|negdisp|layouts|random|threads|null-allreduce-recv|"
                             "null-allreduce-send|null-bcast-root|null-bcast-nonroot|null-allgather|null-alltoall|"
-                            "mismatch|kinds|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-A] [-N] [-L contig|same|mixed] [-v]\n");
+                            "mismatch|kinds|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-A] [-N] [-P] [-U] [-L contig|same|mixed] [-v]\n");
         rc = 2;
     }
     MPI_Finalize();

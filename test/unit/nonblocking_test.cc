@@ -11,7 +11,10 @@
 //    one team still advances the call it queued on another team, which a peer waits for;
 //  - a team not set up yet hands nonblocking calls back (on every rank), and one set
 //    up by its first blocking call takes them;
-//  - a rank-local failure of a queued call reaches its peers as an error, not a hang.
+//  - a rank-local failure of a queued call reaches its peers as an error, not a hang;
+//  - coll_strata_check_args: a queued call is agreed at the head of the queue without
+//    waiting in its start; a mismatch is an error on every rank, nothing moves and the
+//    team goes on; a persistent call agrees at its first start only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 
 #include "harness.h"
 #include "strata.h"
+#include "team.h"
 
 namespace {
 
@@ -278,6 +282,117 @@ TEST(Nonblocking, ALocalFailureInAQueuedCallReachesThePeers) {
         strata_request_free(bad);
         EXPECT_EQ(strata_allreduce(t, STRATA_IN_PLACE, in.data(), in.size(), STRATA_INT32, STRATA_OP_SUM),
                   STRATA_FALLBACK);
+        strata_team_destroy(t);
+    });
+}
+
+// A transport that counts the messages this rank sends in the rounds of the team's
+// min agreements (coll_strata_check_args is one).
+struct CountingMins {
+    strata_transport_t inner;
+    std::atomic<int> sent{0};
+    static CountingMins &of(void *ctx) { return *static_cast<CountingMins *>(ctx); }
+    static int isend(void *c, const void *b, size_t n, int p, int t, void **r) {
+        const int first = strata::Team::control_tag(strata::Team::kAgreeSub);
+        if (t >= first && t < first + strata::Agreements::kGatherTags) ++of(c).sent;
+        return of(c).inner.isend(of(c).inner.ctx, b, n, p, t, r);
+    }
+    static int irecv(void *c, void *b, size_t n, int p, int t, void **r) {
+        return of(c).inner.irecv(of(c).inner.ctx, b, n, p, t, r);
+    }
+    static int test(void *c, void *r, int *d, size_t *n) { return of(c).inner.test(of(c).inner.ctx, r, d, n); }
+    static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
+};
+
+strata_config_t checking_config() {
+    strata_config_t cfg = host_config();
+    cfg.check_args = 1;
+    return cfg;
+}
+
+// Rank 0 starts its call before any peer has (the others wait for it to return from
+// the start): a start that waited for the agreement would wait for ever (here: until
+// the 60 s deadline fails it). Rank 2 passes half the count: every rank's request
+// completes with STRATA_ERR_TRUNCATE, no rank's output is written, and the team goes
+// on (a matched nonblocking call and a blocking one after it are served, exact).
+void queued_mismatch(const std::vector<int> &keys, bool set_up_first) {
+    const int size = int(keys.size());
+    strata_test::ThreadJob job(size);
+    std::atomic<bool> rank0_started{false};
+    job.run([&](int rank) {
+        strata_team_t *t = make_team(job, rank, keys, checking_config());
+        if (set_up_first) set_up(t, size);
+        std::vector<int> in(4000, rank + 1), out(4000, -7);
+        strata_request_t *bad = nullptr, *ok = nullptr;
+        if (rank != 0)
+            while (!rank0_started) std::this_thread::yield();
+        ASSERT_EQ(strata_iallreduce(t, in.data(), out.data(), rank == 2 ? 2000 : 4000, STRATA_INT32, STRATA_OP_SUM,
+                                    nullptr, &bad),
+                  STRATA_OK);
+        if (rank == 0) rank0_started = true;
+        EXPECT_EQ(wait(bad), STRATA_ERR_TRUNCATE) << "rank " << rank;
+        EXPECT_EQ(std::count(out.begin(), out.end(), -7), 4000) << "rank " << rank << ": the call moved data";
+        ASSERT_EQ(strata_iallreduce(t, in.data(), out.data(), in.size(), STRATA_INT32, STRATA_OP_SUM, nullptr, &ok),
+                  STRATA_OK);
+        EXPECT_EQ(wait(ok), STRATA_OK) << "rank " << rank;
+        EXPECT_EQ(std::count(out.begin(), out.end(), size * (size + 1) / 2), 4000) << "rank " << rank;
+        strata_request_free(bad);
+        strata_request_free(ok);
+        std::vector<int> v(3000, rank);
+        EXPECT_EQ(strata_allreduce(t, STRATA_IN_PLACE, v.data(), v.size(), STRATA_INT32, STRATA_OP_MAX), STRATA_OK);
+        EXPECT_EQ(v[2999], size - 1);
+        strata_team_destroy(t);
+    });
+}
+
+TEST(Nonblocking, CheckArgsAgreesAQueuedCallWithoutWaitingInItsStartTwoNodes) { queued_mismatch({0, 0, 2, 2}, true); }
+TEST(Nonblocking, CheckArgsAgreesAQueuedCallWithoutWaitingInItsStartOneRankPerNode) {
+    queued_mismatch({0, 1, 2, 3}, true);
+}
+// The team's first call: queued undecided behind its setup in steps, agreed after it.
+TEST(Nonblocking, CheckArgsAgreesACallQueuedBehindSetup) { queued_mismatch({0, 0, 2, 2}, false); }
+
+// A persistent call: a mismatched one (rank 1's op) fails on every rank at each start,
+// nothing written; a matched one is agreed at its first start only (this rank sends no
+// agreement message at the later starts) and is exact at every start.
+TEST(Nonblocking, CheckArgsAgreesAPersistentCallAtItsFirstStartOnly) {
+    const std::vector<int> keys{0, 0, 2, 2};
+    strata_test::ThreadJob job(4);
+    std::vector<CountingMins> counting(4);
+    job.run([&](int rank) {
+        CountingMins &c = counting[size_t(rank)];
+        c.inner = job.transport(rank);
+        strata_transport_t tp = strata_test::forwarding_transport(&c, c.inner);
+        strata_team_t *t = nullptr;
+        const strata_config_t cfg = checking_config();
+        ASSERT_EQ(strata_team_create(rank, 4, keys[size_t(rank)], &tp, &cfg, &t), STRATA_OK);
+        set_up(t, 4);
+        const size_t n = 2500;
+        std::vector<int> in(n, rank + 1), out(n, -7);
+        strata_start_t how{1, nullptr, nullptr, 0};
+        strata_request_t *bad = nullptr, *good = nullptr;
+        ASSERT_EQ(strata_iallreduce(t, in.data(), out.data(), n, STRATA_INT32, rank == 1 ? STRATA_OP_MAX : STRATA_OP_SUM,
+                                    &how, &bad),
+                  STRATA_OK);
+        for (int start = 0; start < 2; ++start) {
+            ASSERT_EQ(strata_request_start(bad), STRATA_OK);
+            EXPECT_EQ(wait(bad), STRATA_ERR_ARG) << "start " << start << " rank " << rank;
+            EXPECT_EQ(std::count(out.begin(), out.end(), -7), long(n)) << "start " << start << " rank " << rank;
+        }
+        EXPECT_EQ(strata_request_free(bad), STRATA_OK);
+        ASSERT_EQ(strata_iallreduce(t, in.data(), out.data(), n, STRATA_INT32, STRATA_OP_SUM, &how, &good), STRATA_OK);
+        for (int start = 0; start < 3; ++start) {
+            std::fill(in.begin(), in.end(), rank + 1 + start);
+            const int before = c.sent;
+            ASSERT_EQ(strata_request_start(good), STRATA_OK);
+            EXPECT_EQ(wait(good), STRATA_OK) << "start " << start << " rank " << rank;
+            if (start == 0)
+                EXPECT_GT(c.sent - before, 0) << "rank " << rank << ": no agreement at the first start";
+            else
+                EXPECT_EQ(c.sent - before, 0) << "rank " << rank << ": agreed again at start " << start;
+            EXPECT_EQ(std::count(out.begin(), out.end(), 10 + 4 * start), long(n)) << "start " << start;
+        }
+        EXPECT_EQ(strata_request_free(good), STRATA_OK);
         strata_team_destroy(t);
     });
 }
