@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/api.cc - the C API: teams, tables, collectives.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <mutex>
@@ -77,7 +78,10 @@ void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t
     sz.add(reduces ? strata_dtype_size(a.dtype) : 1);
     meta.add(reduces ? uint64_t(a.dtype) : 0);
     meta.add(reduces ? uint64_t(a.op) : 0);
-    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE ? uint64_t(a.root) : 0);
+    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE || coll == STRATA_COLL_GATHER ||
+                     coll == STRATA_COLL_SCATTER
+                 ? uint64_t(a.root)
+                 : 0);
     *size_sig = sz.h;
     *meta_sig = uint32_t(meta.h ^ (meta.h >> 32));
 }
@@ -94,6 +98,8 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
             return a.count * strata_dtype_size(a.dtype);
         case STRATA_COLL_ALLTOALL:
             return a.uniform ? a.counts[0] * size_t(team.size()) : 0;
+        case STRATA_COLL_GATHER: case STRATA_COLL_SCATTER:  // the root's buffer
+            return a.count * size_t(team.size());
         default:
             return a.bytes();
     }
@@ -103,7 +109,9 @@ namespace {
 // The size a call's log line gives: what the call moves as MPI counts it (a reduction's
 // vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
 size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
-    if (coll != STRATA_COLL_ALLTOALL) return coll == STRATA_COLL_ALLGATHER ? call_bytes(coll, team, a) : a.bytes();
+    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER)
+        return call_bytes(coll, team, a);
+    if (coll != STRATA_COLL_ALLTOALL) return a.bytes();
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
     return total;
@@ -531,7 +539,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
         // component, so this rank does too, where strata left its inputs as they were
         // (strata never writes a send buffer; bcast's root only reads). In place, the
         // receive buffer may hold part of strata's work: the call fails here.
-        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST)) {
+        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST || coll == STRATA_COLL_SCATTER)) {
             log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
                 strata_coll_name(coll), team.first_failure().c_str());
             team.count_handback(STRATA_HANDBACK_FAILED);
@@ -817,6 +825,35 @@ static strata_status_t reduce(strata_team_t *team, const void *sendbuf, void *re
     return run_collective(t, STRATA_COLL_REDUCE, a, how);
 }
 
+// Rooted data movement (strata.h): gather (scatter = false) and scatter. The root's
+// buffer holds size x bytes blocks; the other ranks' one of them is ignored (NULL here,
+// whatever they passed). In place is the root's own block left where it is.
+static strata_status_t rooted(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes, int root,
+                              bool scatter, const Start &how) {
+    STRATA_CHECK(check_team(team));
+    Team &t = *static_cast<Team *>(team);
+    if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
+    if (bytes == 0) return STRATA_OK;  // the same on every rank: MPI makes the sizes agree
+    const bool is_root = t.rank() == root;
+    char *all = static_cast<char *>(scatter ? const_cast<void *>(sendbuf) : recvbuf);  // the root's buffer
+    CollArgs a;
+    a.count = bytes;
+    a.root = root;
+    a.in_place = scatter ? recvbuf == STRATA_IN_PLACE : sendbuf == STRATA_IN_PLACE;
+    if (a.in_place && !is_root) {
+        a.local = STRATA_ERR_ARG;
+        a.why = scatter ? "MPI_IN_PLACE on a rank that is not the root of MPI_Scatter"
+                        : "MPI_IN_PLACE on a rank that is not the root of MPI_Gather";
+    }
+    const bool mine_in_all = a.in_place && is_root && all != nullptr;
+    void *mine = mine_in_all ? all + size_t(root) * bytes : nullptr;  // the root's block, in place
+    a.sendbuf = scatter ? (is_root ? all : nullptr) : mine_in_all ? mine : a.in_place ? nullptr : sendbuf;
+    a.recvbuf = scatter ? (a.in_place ? nullptr : recvbuf) : (is_root ? all : nullptr);
+    need(&a, all, is_root, scatter ? kNullSend : kNullRecv);
+    need(&a, scatter ? a.recvbuf : a.sendbuf, !(a.in_place && is_root), scatter ? kNullRecv : kNullSend);
+    return run_collective(t, scatter ? STRATA_COLL_SCATTER : STRATA_COLL_GATHER, a, how);
+}
+
 // ---- the entry points: blocking, and nonblocking or persistent (strata.h)
 namespace {
 const Start kBlocking{};
@@ -893,6 +930,23 @@ strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *r
     return reduce(team, sendbuf, recvbuf, count, dtype, op, root, start_of(how, req));
 }
 
+strata_status_t strata_gather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                              int root) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, false, kBlocking);
+}
+strata_status_t strata_igather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                               int root, const strata_start_t *how, strata_request_t **req) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, false, start_of(how, req));
+}
+strata_status_t strata_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                               int root) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, true, kBlocking);
+}
+strata_status_t strata_iscatter(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                int root, const strata_start_t *how, strata_request_t **req) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, true, start_of(how, req));
+}
+
 strata_status_t strata_request_start(strata_request_t *req) {
     if (req == nullptr) return STRATA_ERR_ARG;
     std::unique_lock<std::recursive_mutex> held(req->team->mutex());
@@ -944,6 +998,7 @@ static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata
     a.dtype = dtype;
     a.op = op;
     a.count = elems > 0 ? elems : 1;
+    if (coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER) a.count = std::max<size_t>(elems / n, 1);  // per rank
     a.counts = per.data();
     a.send_counts = per.data();
     a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
