@@ -371,8 +371,8 @@ int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatyp
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return allgather_nb(MCA_COLL_STRATA_M(module), "iallgather", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL, rdtype, 0, NULL,
-                        request);
+    return allgather_nb(MCA_COLL_STRATA_M(module), "iallgather", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL,
+                        rdtype, 0, NULL, request);
 }
 
 int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -382,8 +382,8 @@ int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_dat
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return allgather_nb(MCA_COLL_STRATA_M(module), "allgather_init", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL, rdtype, 1, info,
-                        request);
+    return allgather_nb(MCA_COLL_STRATA_M(module), "allgather_init", sbuf, scount, sdtype, rbuf, NULL, rcount, NULL,
+                        rdtype, 1, info, request);
 }
 
 int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -393,8 +393,8 @@ int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_dataty
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return allgather_nb(MCA_COLL_STRATA_M(module), "iallgatherv", sbuf, scount, sdtype, rbuf, rcounts, 0, disps, rdtype, 0, NULL,
-                        request);
+    return allgather_nb(MCA_COLL_STRATA_M(module), "iallgatherv", sbuf, scount, sdtype, rbuf, rcounts, 0, disps,
+                        rdtype, 0, NULL, request);
 }
 
 int mca_coll_strata_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -404,6 +404,6 @@ int mca_coll_strata_allgatherv_init(const void *sbuf, int scount, struct ompi_da
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return allgather_nb(MCA_COLL_STRATA_M(module), "allgatherv_init", sbuf, scount, sdtype, rbuf, rcounts, 0, disps, rdtype, 1, info,
-                        request);
+    return allgather_nb(MCA_COLL_STRATA_M(module), "allgatherv_init", sbuf, scount, sdtype, rbuf, rcounts, 0, disps,
+                        rdtype, 1, info, request);
 }

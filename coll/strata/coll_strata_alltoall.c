@@ -358,8 +358,8 @@ int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return alltoall_nb(MCA_COLL_STRATA_M(module), "ialltoall", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL, rcount, NULL, rdtype, 0,
-                       NULL, request);
+    return alltoall_nb(MCA_COLL_STRATA_M(module), "ialltoall", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL, rcount,
+                       NULL, rdtype, 0, NULL, request);
 }
 
 int mca_coll_strata_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -368,8 +368,8 @@ int mca_coll_strata_alltoall_init(const void *sbuf, int scount, struct ompi_data
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return alltoall_nb(MCA_COLL_STRATA_M(module), "alltoall_init", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL, rcount, NULL, rdtype,
-                       1, info, request);
+    return alltoall_nb(MCA_COLL_STRATA_M(module), "alltoall_init", sbuf, NULL, scount, NULL, sdtype, rbuf, NULL,
+                       rcount, NULL, rdtype, 1, info, request);
 }
 
 int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdisps,
@@ -379,8 +379,8 @@ int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return alltoall_nb(MCA_COLL_STRATA_M(module), "ialltoallv", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0, rdisps, rdtype, 0,
-                       NULL, request);
+    return alltoall_nb(MCA_COLL_STRATA_M(module), "ialltoallv", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0,
+                       rdisps, rdtype, 0, NULL, request);
 }
 
 int mca_coll_strata_alltoallv_init(const void *sbuf, const int *scounts, const int *sdisps,
@@ -391,6 +391,6 @@ int mca_coll_strata_alltoallv_init(const void *sbuf, const int *scounts, const i
 {
     MCA_COLL_STRATA_ENTER;
     (void) comm;
-    return alltoall_nb(MCA_COLL_STRATA_M(module), "alltoallv_init", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0, rdisps,
-                       rdtype, 1, info, request);
+    return alltoall_nb(MCA_COLL_STRATA_M(module), "alltoallv_init", sbuf, scounts, 0, sdisps, sdtype, rbuf, rcounts, 0,
+                       rdisps, rdtype, 1, info, request);
 }

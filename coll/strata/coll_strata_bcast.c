@@ -107,8 +107,9 @@ static int bcast_nb(mca_coll_strata_module_t *m, void *buf, int count, struct om
         mca_coll_strata_nb_keep(r, &call);
         b = bcast_map(&r->packing, buf, count, dtype, is_root, &bytes);
         if (NULL == b || (!persistent && MPI_SUCCESS != mca_coll_strata_packing_pack(&r->packing))) {
-            return mca_coll_strata_nb_local_failure(r, STRATA_COLL_BCAST, STRATA_ERR_NOMEM, "packing the datatype failed",
-                                                    bytes, STRATA_BYTE, STRATA_OP_SUM, request, &rc) ? rc : MPI_ERR_NO_MEM;
+            return mca_coll_strata_nb_local_failure(r, STRATA_COLL_BCAST, STRATA_ERR_NOMEM,
+                                                    "packing the datatype failed", bytes, STRATA_BYTE, STRATA_OP_SUM,
+                                                    request, &rc) ? rc : MPI_ERR_NO_MEM;
         }
         if (mca_coll_strata_nb_taken(r, strata_ibcast(m->team, b, bytes, root, &r->how, &r->core), request, &rc)) {
             return rc;

@@ -353,7 +353,8 @@ void mca_coll_strata_nb_keep(mca_coll_strata_request_t *r, const mca_coll_strata
 }
 
 /* An MPI variant strata serves with another core collective: its log line names it. */
-void mca_coll_strata_nb_name_variant(mca_coll_strata_request_t *r, const char *variant, strata_coll_t coll, size_t bytes)
+void mca_coll_strata_nb_name_variant(mca_coll_strata_request_t *r, const char *variant, strata_coll_t coll,
+                                     size_t bytes)
 {
     if (NULL != r) {
         r->variant = variant;
@@ -398,7 +399,7 @@ const char *mca_coll_strata_nb_refused(void)
 /* The previous component's request on this rank's buffers, staged through host memory
  * where they are device memory. staged: the regions were staged (p). */
 int mca_coll_strata_nb_wrap(mca_coll_strata_module_t *m, const char *name, int persistent, mca_coll_strata_pair_t *p,
-                int copy_back, int rc, ompi_request_t *inner, ompi_request_t **request)
+                            int copy_back, int rc, ompi_request_t *inner, ompi_request_t **request)
 {
     mca_coll_strata_request_t *r;
     if (MPI_SUCCESS != rc) {
@@ -424,8 +425,8 @@ int mca_coll_strata_nb_wrap(mca_coll_strata_module_t *m, const char *name, int p
 
 /* Stages this rank's device regions for the previous component; 0 when there is
  * nothing to stage (host buffers: call it directly). */
-int mca_coll_strata_nb_stage(mca_coll_strata_pair_t *p, const char *name, const void *sbuf, ptrdiff_t slo, size_t slen,
-                 void *rbuf, ptrdiff_t rlo, size_t rlen, int *rc)
+int mca_coll_strata_nb_stage(mca_coll_strata_pair_t *p, const char *name, const void *sbuf, ptrdiff_t slo,
+                             size_t slen, void *rbuf, ptrdiff_t rlo, size_t rlen, int *rc)
 {
     int sdev = MPI_IN_PLACE != sbuf && mca_coll_strata_is_device(sbuf), rdev = mca_coll_strata_is_device(rbuf);
     if (!sdev && !rdev) {
@@ -436,10 +437,10 @@ int mca_coll_strata_nb_stage(mca_coll_strata_pair_t *p, const char *name, const 
     return 1;
 }
 
-int mca_coll_strata_nb_local_failure(mca_coll_strata_request_t *r, strata_coll_t coll, strata_status_t st, const char *why,
-                         size_t call_bytes, strata_dtype_t sdt, strata_op_t sop, ompi_request_t **request,
-                         int *rc)
+int mca_coll_strata_nb_local_failure(mca_coll_strata_request_t *r, strata_coll_t coll, strata_status_t st,
+                                     const char *why, size_t call_bytes, strata_dtype_t sdt, strata_op_t sop,
+                                     ompi_request_t **request, int *rc)
 {
-    return mca_coll_strata_nb_taken(r, strata_ifail_call(r->m->team, coll, st, why, call_bytes, sdt, sop, &r->how, &r->core), request,
-                 rc);
+    strata_status_t failed = strata_ifail_call(r->m->team, coll, st, why, call_bytes, sdt, sop, &r->how, &r->core);
+    return mca_coll_strata_nb_taken(r, failed, request, rc);
 }
