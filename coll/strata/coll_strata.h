@@ -3,7 +3,7 @@
  * coll_strata.h - the Open MPI side of strata: component, module, entry points.
  *
  * The module replaces allreduce, allgather(v), reduce_scatter(_block), bcast,
- * alltoall(v) and reduce. Every entry point checks support first and hands anything
+ * alltoall(v), reduce, gather and scatter (MCA_COLL_STRATA_COLLS). Every entry point checks support first and hands anything
  * strata does not take to the module it replaced (captured in enable), so the
  * component never fails a call it does not support.
  */
@@ -57,7 +57,7 @@ OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_componen
  * declarations, what enable captures and release gives back). */
 #define MCA_COLL_STRATA_COLLS(X)                                                   \
     X(allreduce) X(allgather) X(allgatherv) X(reduce_scatter) X(reduce_scatter_block) \
-    X(bcast) X(alltoall) X(alltoallv) X(reduce)
+    X(bcast) X(alltoall) X(alltoallv) X(reduce) X(gather) X(scatter)
 
 /* The previous module's function and module for each collective strata overrides;
  * the nonblocking and persistent ones are optional (NULL: strata leaves that entry
