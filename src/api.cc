@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/api.cc - the C API: teams, tables, collectives. Checks the arguments, maps them to
 // CollArgs and hands the call to the runner (runner.h), which lives it.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <mutex>
@@ -265,6 +266,35 @@ static strata_status_t reduce(strata_team_t *team, const void *sendbuf, void *re
     return run_collective(t, STRATA_COLL_REDUCE, a, how);
 }
 
+// Rooted data movement (strata.h): gather (scatter = false) and scatter. The root's
+// buffer holds size x bytes blocks; the other ranks' one of them is ignored (NULL here,
+// whatever they passed). In place is the root's own block left where it is.
+static strata_status_t rooted(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes, int root,
+                              bool scatter, const Start &how) {
+    STRATA_CHECK(check_team(team));
+    Team &t = *static_cast<Team *>(team);
+    if (root < 0 || root >= t.size()) return STRATA_ERR_ARG;
+    if (bytes == 0) return STRATA_OK;  // the same on every rank: MPI makes the sizes agree
+    const bool is_root = t.rank() == root;
+    char *all = static_cast<char *>(scatter ? const_cast<void *>(sendbuf) : recvbuf);  // the root's buffer
+    CollArgs a;
+    a.count = bytes;
+    a.root = root;
+    a.in_place = scatter ? recvbuf == STRATA_IN_PLACE : sendbuf == STRATA_IN_PLACE;
+    if (a.in_place && !is_root) {
+        a.local = STRATA_ERR_ARG;
+        a.why = scatter ? "MPI_IN_PLACE on a rank that is not the root of MPI_Scatter"
+                        : "MPI_IN_PLACE on a rank that is not the root of MPI_Gather";
+    }
+    const bool mine_in_all = a.in_place && is_root && all != nullptr;
+    void *mine = mine_in_all ? all + size_t(root) * bytes : nullptr;  // the root's block, in place
+    a.sendbuf = scatter ? (is_root ? all : nullptr) : mine_in_all ? mine : a.in_place ? nullptr : sendbuf;
+    a.recvbuf = scatter ? (a.in_place ? nullptr : recvbuf) : (is_root ? all : nullptr);
+    need(&a, all, is_root, scatter ? kNullSend : kNullRecv);
+    need(&a, scatter ? a.recvbuf : a.sendbuf, !(a.in_place && is_root), scatter ? kNullRecv : kNullSend);
+    return run_collective(t, scatter ? STRATA_COLL_SCATTER : STRATA_COLL_GATHER, a, how);
+}
+
 // ---- the entry points: blocking, and nonblocking or persistent (strata.h)
 namespace {
 const Start kBlocking{};
@@ -341,6 +371,23 @@ strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *r
     return reduce(team, sendbuf, recvbuf, count, dtype, op, root, start_of(how, req));
 }
 
+strata_status_t strata_gather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                              int root) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, false, kBlocking);
+}
+strata_status_t strata_igather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                               int root, const strata_start_t *how, strata_request_t **req) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, false, start_of(how, req));
+}
+strata_status_t strata_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                               int root) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, true, kBlocking);
+}
+strata_status_t strata_iscatter(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                int root, const strata_start_t *how, strata_request_t **req) {
+    return rooted(team, sendbuf, recvbuf, bytes_per_rank, root, true, start_of(how, req));
+}
+
 strata_status_t strata_request_start(strata_request_t *req) {
     if (req == nullptr) return STRATA_ERR_ARG;
     std::unique_lock<std::recursive_mutex> held(req->team->mutex());
@@ -394,6 +441,7 @@ static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata
     a.count = elems > 0 ? elems : 1;
     a.counts = per.data();
     a.send_counts = per.data();
+    if (coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER) a.count = std::max<size_t>(elems / n, 1);  // per rank
     a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
     // Goes as far as its peers (setup, agreement), then fails the call for everyone.
     return run_collective(t, coll, a, how);

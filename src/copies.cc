@@ -66,6 +66,14 @@ void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std:
                 add(out, 0, a.count);
             }
             break;
+        case STRATA_COLL_GATHER:  // recvbuf: the root's only (size x count); in place, its block is in it
+            add(in, 0, a.count);
+            if (rank == a.root) add(out, 0, a.count * size_t(size));
+            break;
+        case STRATA_COLL_SCATTER:  // sendbuf: the root's only; in place, the root writes nothing
+            if (rank == a.root) add(in, 0, a.count * size_t(size));
+            if (!a.in_place) add(out, 0, a.count);
+            break;
         case STRATA_COLL_ALLTOALL:
             for (int r = 0; r < size; ++r) {
                 add(in, a.send_displs[r], a.send_counts[r]);

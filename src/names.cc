@@ -33,7 +33,7 @@ extern "C" {
 
 const char *strata_coll_name(strata_coll_t coll) {
     static const char *const names[STRATA_COLL_COUNT] = {
-        "allreduce", "allgather", "reduce_scatter", "bcast", "alltoall", "reduce"};
+        "allreduce", "allgather", "reduce_scatter", "bcast", "alltoall", "reduce", "gather", "scatter"};
     return coll >= 0 && coll < STRATA_COLL_COUNT ? names[coll] : "unknown";
 }
 

@@ -65,7 +65,10 @@ void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t
     sz.add(reduces ? strata_dtype_size(a.dtype) : 1);
     meta.add(reduces ? uint64_t(a.dtype) : 0);
     meta.add(reduces ? uint64_t(a.op) : 0);
-    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE ? uint64_t(a.root) : 0);
+    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE || coll == STRATA_COLL_GATHER ||
+                     coll == STRATA_COLL_SCATTER
+                 ? uint64_t(a.root)
+                 : 0);
     *size_sig = sz.h;
     *meta_sig = uint32_t(meta.h ^ (meta.h >> 32));
 }
@@ -82,6 +85,8 @@ size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
             return a.count * strata_dtype_size(a.dtype);
         case STRATA_COLL_ALLTOALL:
             return a.uniform ? a.counts[0] * size_t(team.size()) : 0;
+        case STRATA_COLL_GATHER: case STRATA_COLL_SCATTER:  // the root's buffer
+            return a.count * size_t(team.size());
         default:
             return a.bytes();
     }
@@ -91,7 +96,9 @@ namespace {
 // The size a call's log line gives: what the call moves as MPI counts it (a reduction's
 // vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
 size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
-    if (coll != STRATA_COLL_ALLTOALL) return coll == STRATA_COLL_ALLGATHER ? call_bytes(coll, team, a) : a.bytes();
+    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER)
+        return call_bytes(coll, team, a);
+    if (coll != STRATA_COLL_ALLTOALL) return a.bytes();
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
     return total;
@@ -575,7 +582,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
         // component, so this rank does too, where strata left its inputs as they were
         // (strata never writes a send buffer; bcast's root only reads). In place, the
         // receive buffer may hold part of strata's work: the call fails here.
-        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST)) {
+        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST || coll == STRATA_COLL_SCATTER)) {
             log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
                 strata_coll_name(coll), team.first_failure().c_str());
             team.count_handback(STRATA_HANDBACK_FAILED);

@@ -79,6 +79,8 @@ typedef enum strata_coll {
     STRATA_COLL_BCAST,
     STRATA_COLL_ALLTOALL,
     STRATA_COLL_REDUCE,
+    STRATA_COLL_GATHER,
+    STRATA_COLL_SCATTER,
     STRATA_COLL_COUNT
 } strata_coll_t;
 
@@ -252,7 +254,10 @@ strata_status_t strata_allreduce(strata_team_t *team, const void *sendbuf, void 
  *   allgather(v): this rank's block is already in place in recvbuf;
  *   alltoall(v): recvbuf holds the input and receives the output;
  *   reduce_scatter: recvbuf holds the whole input, the result lands at its start;
- *   reduce: (root only) recvbuf holds the root's input. */
+ *   reduce: (root only) recvbuf holds the root's input;
+ *   gather: (root only) the root's block is already in place in recvbuf.
+ * scatter takes recvbuf == STRATA_IN_PLACE instead (root only): the root's block stays
+ * where it is in sendbuf. */
 strata_status_t strata_allgather(strata_team_t *team, const void *sendbuf, void *recvbuf,
                                  size_t bytes_per_rank);
 /* bytes[r], displs[r]: rank r's block size and offset in recvbuf, in bytes. */
@@ -270,6 +275,15 @@ strata_status_t strata_reduce_scatter(strata_team_t *team, const void *sendbuf, 
                                       const size_t *counts, strata_dtype_t dtype, strata_op_t op);
 strata_status_t strata_reduce(strata_team_t *team, const void *sendbuf, void *recvbuf,
                               size_t count, strata_dtype_t dtype, strata_op_t op, int root);
+/* Rooted data movement: bytes_per_rank per rank, the root's buffer holding size x
+ * bytes_per_rank in rank order. gather: every rank's sendbuf goes to its block of the
+ * root's recvbuf (recvbuf is ignored on the other ranks); scatter: block r of the root's
+ * sendbuf goes to rank r's recvbuf (sendbuf is ignored on the other ranks). The size of
+ * the call (strata_fail_call's call_bytes) is size x bytes_per_rank. */
+strata_status_t strata_gather(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                              size_t bytes_per_rank, int root);
+strata_status_t strata_scatter(strata_team_t *team, const void *sendbuf, void *recvbuf,
+                               size_t bytes_per_rank, int root);
 
 /* Nonblocking and persistent collectives: strata_i<collective>, with the arguments of
  * the blocking call and two more. how->persistent = 0: the call starts now (queued
@@ -315,6 +329,10 @@ strata_status_t strata_ireduce_scatter(strata_team_t *team, const void *sendbuf,
 strata_status_t strata_ireduce(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t count,
                                strata_dtype_t dtype, strata_op_t op, int root, const strata_start_t *how,
                                strata_request_t **req);
+strata_status_t strata_igather(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                               int root, const strata_start_t *how, strata_request_t **req);
+strata_status_t strata_iscatter(strata_team_t *team, const void *sendbuf, void *recvbuf, size_t bytes_per_rank,
+                                int root, const strata_start_t *how, strata_request_t **req);
 /* strata_fail_call for a nonblocking or persistent call: on STRATA_OK *req fails with
  * status (at every start); STRATA_FALLBACK as strata_fail_call. */
 strata_status_t strata_ifail_call(strata_team_t *team, strata_coll_t coll, strata_status_t status, const char *why,

@@ -66,6 +66,22 @@ const AlgorithmTable &reduce_scatter_table();  // reduce_scatter and _block
 const AlgorithmTable &bcast_table();
 const AlgorithmTable &alltoall_table();        // alltoall and alltoallv
 const AlgorithmTable &reduce_table();
+const AlgorithmTable &gather_table();
+const AlgorithmTable &scatter_table();
+
+// Messages 0, 1, ... between one pair of ranks, message u on sub-tag u % kTagSubs:
+// a step posts when its dependencies complete, in any order, so message u waits for
+// message u - kTagSubs (same sub-tag, matched in posting order) to complete first.
+// last(u) is that message's step; store message u's step there.
+class TagOrder {
+public:
+    explicit TagOrder(uint64_t messages)
+        : last_(size_t(std::min<uint64_t>(Team::kTagSubs, std::max<uint64_t>(messages, 1))), kNoStep) {}
+    StepId &last(uint64_t u) { return last_[size_t(u % last_.size())]; }
+
+private:
+    std::vector<StepId> last_;
+};
 
 // Inter-node phases on a rail: members are the ranks of the rail in node order,
 // pos is this rank's position in it. Each returns the step that completes the

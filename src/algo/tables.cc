@@ -21,6 +21,8 @@ const AlgorithmTable &algorithm_table(strata_coll_t coll) {
         case STRATA_COLL_BCAST: return bcast_table();
         case STRATA_COLL_ALLTOALL: return alltoall_table();
         case STRATA_COLL_REDUCE: return reduce_table();
+        case STRATA_COLL_GATHER: return gather_table();
+        case STRATA_COLL_SCATTER: return scatter_table();
         default: return none;
     }
 }
