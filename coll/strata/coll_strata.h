@@ -3,7 +3,7 @@
  * coll_strata.h - the Open MPI side of strata: component, module, entry points.
  *
  * The module replaces allreduce, allgather(v), reduce_scatter(_block), bcast,
- * alltoall(v) and reduce. Every entry point checks support first and hands anything
+ * alltoall(v), reduce, gather and scatter (MCA_COLL_STRATA_COLLS). Every entry point checks support first and hands anything
  * strata does not take to the module it replaced (captured in enable), so the
  * component never fails a call it does not support.
  */
@@ -51,33 +51,25 @@ OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_componen
 
 /* ---------------------------------------------------------------- module */
 
-/* The previous module's function and module for each collective strata overrides. */
+/* Every MPI collective strata replaces, each with its nonblocking (i<name>) and
+ * persistent (<name>_init) entries, all three in coll_strata_<collective>.c: the one
+ * list the module's tables expand (the previous component's entries, strata's
+ * declarations, what enable captures and release gives back). */
+#define MCA_COLL_STRATA_COLLS(X)                                                   \
+    X(allreduce) X(allgather) X(allgatherv) X(reduce_scatter) X(reduce_scatter_block) \
+    X(bcast) X(alltoall) X(alltoallv) X(reduce) X(gather) X(scatter)
+
+/* The previous module's function and module for each collective strata overrides;
+ * the nonblocking and persistent ones are optional (NULL: strata leaves that entry
+ * alone). */
 #define MCA_COLL_STRATA_PREV(name)                  \
     mca_coll_base_module_##name##_fn_t name;        \
-    mca_coll_base_module_t *name##_module
+    mca_coll_base_module_t *name##_module;
+#define MCA_COLL_STRATA_PREV_ALL(name) \
+    MCA_COLL_STRATA_PREV(name) MCA_COLL_STRATA_PREV(i##name) MCA_COLL_STRATA_PREV(name##_init)
 
 typedef struct mca_coll_strata_prev_t {
-    MCA_COLL_STRATA_PREV(allreduce);
-    MCA_COLL_STRATA_PREV(allgather);
-    MCA_COLL_STRATA_PREV(allgatherv);
-    MCA_COLL_STRATA_PREV(reduce_scatter);
-    MCA_COLL_STRATA_PREV(reduce_scatter_block);
-    MCA_COLL_STRATA_PREV(bcast);
-    MCA_COLL_STRATA_PREV(alltoall);
-    MCA_COLL_STRATA_PREV(alltoallv);
-    MCA_COLL_STRATA_PREV(reduce);
-    /* nonblocking and persistent: optional (NULL: strata leaves that entry alone) */
-#define MCA_COLL_STRATA_NB_PREV(name) MCA_COLL_STRATA_PREV(i##name); MCA_COLL_STRATA_PREV(name##_init)
-    MCA_COLL_STRATA_NB_PREV(allreduce);
-    MCA_COLL_STRATA_NB_PREV(allgather);
-    MCA_COLL_STRATA_NB_PREV(allgatherv);
-    MCA_COLL_STRATA_NB_PREV(reduce_scatter);
-    MCA_COLL_STRATA_NB_PREV(reduce_scatter_block);
-    MCA_COLL_STRATA_NB_PREV(bcast);
-    MCA_COLL_STRATA_NB_PREV(alltoall);
-    MCA_COLL_STRATA_NB_PREV(alltoallv);
-    MCA_COLL_STRATA_NB_PREV(reduce);
-#undef MCA_COLL_STRATA_NB_PREV
+    MCA_COLL_STRATA_COLLS(MCA_COLL_STRATA_PREV_ALL)
 } mca_coll_strata_prev_t;
 
 typedef struct mca_coll_strata_module_t {
@@ -175,7 +167,7 @@ int mca_coll_strata_prev_alltoallv(mca_coll_strata_module_t *m, const void *sbuf
                                    struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
                                    const int *rdisps, struct ompi_datatype_t *rdtype);
 /* Staging of this rank's device buffers through host memory for the previous
- * component (blocking here; around a request in coll_strata_nonblocking.c). */
+ * component (blocking here; around a request in coll_strata_request.c). */
 typedef struct mca_coll_strata_host_copy {
     char *dev;      /* the caller's device pointer; NULL when nothing is staged */
     char *host;     /* host copy of the region: pinned (strata_host_copy_get) or malloc'ed */
@@ -242,14 +234,34 @@ int mca_coll_strata_fail_reduction(mca_coll_strata_module_t *m, strata_coll_t co
  * buffers go through host memory. MPI_ERR_COUNT above INT_MAX bytes. */
 int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt, void *out);
 int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt);
-/* Packed copies of a reduction's send and receive sides (malloc'ed, bytes each): in,
- * count elements of dt, is packed into send. NULL when done, else why not (*st). The
- * caller frees both. */
-typedef struct mca_coll_strata_packed {
-    char *send, *recv;
-} mca_coll_strata_packed_t;
-const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const void *in, int count,
-                                           struct ompi_datatype_t *dt, size_t bytes, strata_status_t *st);
+/* A call's packed copies of buffers laid out with gaps (every mode: a blocking call
+ * packs once, a persistent one at each start). Zeroed is empty. */
+typedef struct mca_coll_strata_layout {
+    void *user;      /* count elements of dt in the user's buffer */
+    int count;
+    struct ompi_datatype_t *dt;   /* retained */
+    char *packed;    /* their packed copy */
+} mca_coll_strata_layout_t;
+typedef struct mca_coll_strata_packing {
+    mca_coll_strata_layout_t *pack, *unpack;   /* packed before the call / unpacked after */
+    int npack, nunpack;
+    char **mem;                                /* the packed copies */
+    int nmem;
+} mca_coll_strata_packing_t;
+/* A packed copy of bytes (freed with pk); NULL when out of memory. */
+char *mca_coll_strata_packing_mem(mca_coll_strata_packing_t *pk, size_t bytes);
+/* count elements of dt at user, packed into packed before the call (at_start) or
+ * unpacked from it after; 0 when out of memory. */
+int mca_coll_strata_packing_add(mca_coll_strata_packing_t *pk, int at_start, void *user, int count,
+                                struct ompi_datatype_t *dt, char *packed);
+/* count elements of dt at buf, as the core sees them: buf itself when they form one
+ * gap-free block, else a packed copy (packed before the call when in, unpacked after
+ * when out). NULL when out of memory. */
+void *mca_coll_strata_packing_as_bytes(mca_coll_strata_packing_t *pk, const void *buf, int count,
+                                       struct ompi_datatype_t *dt, int in, int out);
+int mca_coll_strata_packing_pack(const mca_coll_strata_packing_t *pk);
+int mca_coll_strata_packing_unpack(const mca_coll_strata_packing_t *pk);
+void mca_coll_strata_packing_free(mca_coll_strata_packing_t *pk);
 /* MPI_IN_PLACE as the core spells it. */
 #define MCA_COLL_STRATA_SBUF(sbuf) (MPI_IN_PLACE == (sbuf) ? STRATA_IN_PLACE : (sbuf))
 
@@ -274,99 +286,17 @@ extern const char mca_coll_strata_why_core_declined[];  /* core returned STRATA_
 
 /* ---------------------------------------------------------------- entry points */
 
-int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                              mca_coll_base_module_t *module);
-int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                               void *rbuf, const int *rcounts, const int *disps,
-                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                               mca_coll_base_module_t *module);
-int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         struct ompi_communicator_t *comm,
-                                         mca_coll_base_module_t *module);
-int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdisps,
-                              struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                              const int *rdisps, struct ompi_datatype_t *rdtype,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module);
+/* mca_coll_strata_<name>, mca_coll_strata_i<name> and mca_coll_strata_<name>_init of
+ * every collective in MCA_COLL_STRATA_COLLS, declared with the types of Open MPI's
+ * coll API (coll_strata_compat.h picks the series), so that the compiler checks each
+ * definition against the slot it fills. */
+#define MCA_COLL_STRATA_DECLARE(name, entry) \
+    extern __typeof__(*(mca_coll_base_module_##name##_fn_t) 0) mca_coll_strata_##entry;
+#define MCA_COLL_STRATA_DECLARE_ALL(name)                                                   \
+    MCA_COLL_STRATA_DECLARE(name, name) MCA_COLL_STRATA_DECLARE(i##name, i##name) \
+    MCA_COLL_STRATA_DECLARE(name##_init, name##_init)
+MCA_COLL_STRATA_COLLS(MCA_COLL_STRATA_DECLARE_ALL)
 
-/* Nonblocking and persistent entry points (coll_strata_nonblocking.c). */
-int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module);
-int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                            ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                    ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
-                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                        ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                          ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
-                                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                              struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                           struct ompi_communicator_t *comm, ompi_request_t **request,
-                           mca_coll_base_module_t *module);
-int mca_coll_strata_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                               struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                               ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                               int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                               ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                   int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                   struct ompi_info_t *info, ompi_request_t **request,
-                                   mca_coll_base_module_t *module);
-int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                const int *rcounts, const int *disps, struct ompi_datatype_t *rdtype,
-                                struct ompi_communicator_t *comm, ompi_request_t **request,
-                                mca_coll_base_module_t *module);
-int mca_coll_strata_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                    const int *rcounts, const int *disps, struct ompi_datatype_t *rdtype,
-                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                    ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                  int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                                  struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdisps,
-                               struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdisps,
-                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                               ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_strata_alltoallv_init(const void *sbuf, const int *scounts, const int *sdisps,
-                                   struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                                   const int *rdisps, struct ompi_datatype_t *rdtype,
-                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                                   ompi_request_t **request, mca_coll_base_module_t *module);
 /* Stops Open MPI's progress loop from calling strata (component close). */
 void mca_coll_strata_nonblocking_fini(void);
 

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
@@ -410,29 +411,6 @@ int mca_coll_strata_fail_reduction(mca_coll_strata_module_t *m, strata_coll_t co
 
 /* ---------------------------------------------------------------- packing */
 
-/* Packed copies of a reduction's send and receive sides. */
-
-/* in: count elements of dt to pack into p->send (NULL: nothing, e.g. a non-root's
- * receive side); bytes: size of each copy. NULL when done, else why not. */
-const char *mca_coll_strata_pack_reduction(mca_coll_strata_packed_t *p, const void *in, int count, struct ompi_datatype_t *dt,
-                                  size_t bytes, strata_status_t *st)
-{
-    p->send = malloc(bytes);
-    p->recv = malloc(bytes);
-    *st = STRATA_ERR_NOMEM;
-    if (NULL == p->send || NULL == p->recv) {
-        return "no memory to pack a derived datatype";
-    }
-    if (NULL == in) {
-        *st = STRATA_ERR_BUFFER;
-        return "a buffer is NULL";
-    }
-    *st = STRATA_ERR_ARG;
-    return MPI_SUCCESS == mca_coll_strata_pack(in, count, dt, p->send) ? NULL
-                                                                         : "packing the datatype failed (more than 2 GiB?)";
-}
-
-
 /* count elements of dt <-> their size x count packed bytes (to_packed says which way). */
 static int convert(const void *buf, int count, struct ompi_datatype_t *dt, void *packed, int to_packed)
 {
@@ -457,4 +435,91 @@ int mca_coll_strata_pack(const void *buf, int count, struct ompi_datatype_t *dt,
 int mca_coll_strata_unpack(const void *in, void *buf, int count, struct ompi_datatype_t *dt)
 {
     return convert(buf, count, dt, (void *) in, 0);
+}
+
+/* ---------------------------------------------------------------- a call's packed copies */
+
+char *mca_coll_strata_packing_mem(mca_coll_strata_packing_t *pk, size_t bytes)
+{
+    char **mem = realloc(pk->mem, (size_t) (pk->nmem + 1) * sizeof *mem);
+    if (NULL == mem) {
+        return NULL;
+    }
+    pk->mem = mem;
+    mem[pk->nmem] = malloc(bytes > 0 ? bytes : 1);
+    return mem[pk->nmem] ? mem[pk->nmem++] : NULL;
+}
+
+int mca_coll_strata_packing_add(mca_coll_strata_packing_t *pk, int at_start, void *user, int count,
+                                struct ompi_datatype_t *dt, char *packed)
+{
+    mca_coll_strata_layout_t **list = at_start ? &pk->pack : &pk->unpack;
+    int *n = at_start ? &pk->npack : &pk->nunpack;
+    mca_coll_strata_layout_t *l = realloc(*list, (size_t) (*n + 1) * sizeof *l);
+    if (NULL == l) {
+        return 0;
+    }
+    *list = l;
+    l[*n].user = user;
+    l[*n].count = count;
+    l[*n].dt = dt;
+    l[*n].packed = packed;
+    ++*n;
+    OBJ_RETAIN(dt);   /* a persistent call's may be freed before its starts (MPI allows it) */
+    return 1;
+}
+
+void *mca_coll_strata_packing_as_bytes(mca_coll_strata_packing_t *pk, const void *buf, int count,
+                                       struct ompi_datatype_t *dt, int in, int out)
+{
+    size_t bytes = 0, size = 0;
+    char *p;
+    if (NULL == mca_coll_strata_check_bytes(dt, count, &bytes) || NULL == buf) {
+        return (void *) buf;
+    }
+    ompi_datatype_type_size(dt, &size);
+    p = mca_coll_strata_packing_mem(pk, size * (size_t) count);
+    if (NULL == p || (in && !mca_coll_strata_packing_add(pk, 1, (void *) buf, count, dt, p)) ||
+        (out && !mca_coll_strata_packing_add(pk, 0, (void *) buf, count, dt, p))) {
+        return NULL;
+    }
+    return p;
+}
+
+int mca_coll_strata_packing_pack(const mca_coll_strata_packing_t *pk)
+{
+    int i, rc = MPI_SUCCESS;
+    for (i = 0; MPI_SUCCESS == rc && i < pk->npack; ++i) {
+        const mca_coll_strata_layout_t *l = &pk->pack[i];
+        rc = mca_coll_strata_pack(l->user, l->count, l->dt, l->packed);
+    }
+    return rc;
+}
+
+int mca_coll_strata_packing_unpack(const mca_coll_strata_packing_t *pk)
+{
+    int i, rc = MPI_SUCCESS;
+    for (i = 0; MPI_SUCCESS == rc && i < pk->nunpack; ++i) {
+        const mca_coll_strata_layout_t *l = &pk->unpack[i];
+        rc = mca_coll_strata_unpack(l->packed, l->user, l->count, l->dt);
+    }
+    return rc;
+}
+
+void mca_coll_strata_packing_free(mca_coll_strata_packing_t *pk)
+{
+    int i;
+    for (i = 0; i < pk->nmem; ++i) {
+        free(pk->mem[i]);
+    }
+    free(pk->mem);
+    for (i = 0; i < pk->npack; ++i) {
+        OBJ_RELEASE(pk->pack[i].dt);
+    }
+    for (i = 0; i < pk->nunpack; ++i) {
+        OBJ_RELEASE(pk->unpack[i].dt);
+    }
+    free(pk->pack);
+    free(pk->unpack);
+    memset(pk, 0, sizeof *pk);
 }

@@ -73,25 +73,9 @@ static void mca_coll_strata_module_release(mca_coll_strata_module_t *m)
         m->prev.name##_module = NULL;                   \
         m->prev.name = NULL;                            \
     }
-    STRATA_RELEASE_PREV(allreduce);
-    STRATA_RELEASE_PREV(allgather);
-    STRATA_RELEASE_PREV(allgatherv);
-    STRATA_RELEASE_PREV(reduce_scatter);
-    STRATA_RELEASE_PREV(reduce_scatter_block);
-    STRATA_RELEASE_PREV(bcast);
-    STRATA_RELEASE_PREV(alltoall);
-    STRATA_RELEASE_PREV(alltoallv);
-    STRATA_RELEASE_PREV(reduce);
 #define STRATA_RELEASE_NB(name) STRATA_RELEASE_PREV(i##name) STRATA_RELEASE_PREV(name##_init)
-    STRATA_RELEASE_NB(allreduce);
-    STRATA_RELEASE_NB(allgather);
-    STRATA_RELEASE_NB(allgatherv);
-    STRATA_RELEASE_NB(reduce_scatter);
-    STRATA_RELEASE_NB(reduce_scatter_block);
-    STRATA_RELEASE_NB(bcast);
-    STRATA_RELEASE_NB(alltoall);
-    STRATA_RELEASE_NB(alltoallv);
-    STRATA_RELEASE_NB(reduce);
+    MCA_COLL_STRATA_COLLS(STRATA_RELEASE_PREV)
+    MCA_COLL_STRATA_COLLS(STRATA_RELEASE_NB)
 #undef STRATA_RELEASE_NB
 #undef STRATA_RELEASE_PREV
 }
@@ -236,28 +220,12 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
     *priority = mca_coll_strata_component.priority;
     m->super.coll_module_enable = mca_coll_strata_module_enable;
     MCA_COLL_STRATA_MODULE_SERIES_INIT(m, mca_coll_strata_module_disable);
-    m->super.coll_allreduce = mca_coll_strata_allreduce;
-    m->super.coll_allgather = mca_coll_strata_allgather;
-    m->super.coll_allgatherv = mca_coll_strata_allgatherv;
-    m->super.coll_reduce_scatter = mca_coll_strata_reduce_scatter;
-    m->super.coll_reduce_scatter_block = mca_coll_strata_reduce_scatter_block;
-    m->super.coll_bcast = mca_coll_strata_bcast;
-    m->super.coll_alltoall = mca_coll_strata_alltoall;
-    m->super.coll_alltoallv = mca_coll_strata_alltoallv;
-    m->super.coll_reduce = mca_coll_strata_reduce;
-#define STRATA_SET_NB(name)                                     \
+#define STRATA_SET(name)                                        \
+    m->super.coll_##name = mca_coll_strata_##name;              \
     m->super.coll_i##name = mca_coll_strata_i##name;            \
-    m->super.coll_##name##_init = mca_coll_strata_##name##_init
-    STRATA_SET_NB(allreduce);
-    STRATA_SET_NB(allgather);
-    STRATA_SET_NB(allgatherv);
-    STRATA_SET_NB(reduce_scatter);
-    STRATA_SET_NB(reduce_scatter_block);
-    STRATA_SET_NB(bcast);
-    STRATA_SET_NB(alltoall);
-    STRATA_SET_NB(alltoallv);
-    STRATA_SET_NB(reduce);
-#undef STRATA_SET_NB
+    m->super.coll_##name##_init = mca_coll_strata_##name##_init;
+    MCA_COLL_STRATA_COLLS(STRATA_SET)
+#undef STRATA_SET
     return &m->super;
 }
 
@@ -299,15 +267,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
             OBJ_RETAIN(m->prev.name##_module);                              \
         }                                                                   \
     }
-    STRATA_CAPTURE(allreduce);
-    STRATA_CAPTURE(allgather);
-    STRATA_CAPTURE(allgatherv);
-    STRATA_CAPTURE(reduce_scatter);
-    STRATA_CAPTURE(reduce_scatter_block);
-    STRATA_CAPTURE(bcast);
-    STRATA_CAPTURE(alltoall);
-    STRATA_CAPTURE(alltoallv);
-    STRATA_CAPTURE(reduce);
+    MCA_COLL_STRATA_COLLS(STRATA_CAPTURE)
 #undef STRATA_CAPTURE
 
     /* Nonblocking and persistent entries whose previous one is missing are left to
@@ -324,15 +284,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
         m->super.coll_##name = NULL;                                        \
     }
 #define STRATA_CAPTURE_NB(name) STRATA_CAPTURE_OPTIONAL(i##name) STRATA_CAPTURE_OPTIONAL(name##_init)
-    STRATA_CAPTURE_NB(allreduce);
-    STRATA_CAPTURE_NB(allgather);
-    STRATA_CAPTURE_NB(allgatherv);
-    STRATA_CAPTURE_NB(reduce_scatter);
-    STRATA_CAPTURE_NB(reduce_scatter_block);
-    STRATA_CAPTURE_NB(bcast);
-    STRATA_CAPTURE_NB(alltoall);
-    STRATA_CAPTURE_NB(alltoallv);
-    STRATA_CAPTURE_NB(reduce);
+    MCA_COLL_STRATA_COLLS(STRATA_CAPTURE_NB)
 #undef STRATA_CAPTURE_NB
 #undef STRATA_CAPTURE_OPTIONAL
 

@@ -175,7 +175,7 @@ static void mca_coll_strata_cancel(void *ctx, void *req, int is_recv)
 }
 
 /* Open MPI's progress loop: the PML, libnbc's nonblocking collectives, and strata's
- * own queued calls (strata_progress, registered in coll_strata_nonblocking.c). */
+ * own queued calls (strata_progress, registered in coll_strata_request.c). */
 static void mca_coll_strata_progress(void *ctx)
 {
     (void) ctx;

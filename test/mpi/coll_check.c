@@ -545,6 +545,69 @@ static void run_allgatherv(void)
     flush();
 }
 
+/* gather: every rank's block (its own stream) to its place at the root; in place, the
+ * root's block is there already. Only the root receives. */
+static void gather_fill(test *x)
+{
+    int64_t n = x->n, e = x->d.t->extent;
+    int here = x->d.inplace && g_rank == x->root;
+    memset(x->rb, POISON, g_size * n * e);
+    fill(x->d.t, O_COPY, in_seed(x), g_rank, here ? x->rb + g_rank * n * e : x->sb, 0, n);
+}
+static int gather_check(test *x)
+{
+    return g_rank == x->root ? allgather_check(x) : 0;
+}
+
+/* scatter: block r of the root's stream to rank r; in place, the root's block stays
+ * in its send buffer. */
+static void scatter_fill(test *x)
+{
+    int64_t n = x->n, e = x->d.t->extent;
+    memset(x->rb, POISON, n * e);
+    if (g_rank == x->root) fill(x->d.t, O_COPY, in_seed(x), g_rank, x->sb, 0, g_size * n);
+    expect_from(x->d.t, x->seed, x->ex, x->root, g_rank * n, n);
+}
+static int scatter_check(test *x)
+{
+    int64_t n = x->n, e = x->d.t->extent;
+    if (x->d.inplace && g_rank == x->root)   /* the result is the root's block of its input */
+        return check_elems(&x->d, x->sb + g_rank * n * e, x->ex, n, 0);
+    return check_elems(&x->d, x->rb, x->ex, n, 0);
+}
+
+static void run_rooted(const char *name, enum coll_id c)
+{
+    for (int k = 0; k < NTYPES; k++) {
+        if (!type_selected(k, 1)) continue;
+        const tinfo *t = &types[k];
+        for (int ci = 0; ci < n_counts; ci++)
+            for (int root = 0; root < g_size; root++)
+                for (int ip = 0; ip < 2; ip++) {
+                    tdesc d = { name, t, O_COPY, counts[ci], ip, root, NULL, NULL, -1 };
+                    test *x = test_new(&d, c, test_seed(&d, 0));
+                    int64_t n = d.count, e = t->extent, p = g_size;
+                    int here = ip && g_rank == root;
+                    int64_t sn = c == C_GATHER ? n : p * n, rn = c == C_GATHER ? p * n : n;
+                    x->n = x->count = x->scount = d.count;
+                    x->sb = xalloc(sn * e); x->rb = xalloc(rn * e); x->ex = xalloc(n * e);
+                    if (c == C_GATHER) {
+                        x->sbuf = here ? MPI_IN_PLACE : coll_buf(x, x->sb, sn * e, 0);
+                        x->rbuf = coll_buf(x, x->rb, rn * e, 1);
+                        x->fill = gather_fill; x->check = gather_check;
+                    } else {
+                        x->sbuf = coll_buf(x, x->sb, sn * e, here);
+                        x->rbuf = here ? MPI_IN_PLACE : coll_buf(x, x->rb, rn * e, 1);
+                        x->fill = scatter_fill; x->check = scatter_check;
+                    }
+                    submit(x);
+                }
+    }
+    flush();
+}
+static void run_gather(void) { run_rooted("gather", C_GATHER); }
+static void run_scatter(void) { run_rooted("scatter", C_SCATTER); }
+
 /* block j of rank r holds indices j*n.. of source r */
 static void alltoall_fill(test *x)
 {
@@ -660,6 +723,8 @@ static const struct { const char *name; void (*run)(void); } colls[] = {
     { "alltoall", run_alltoall },
     { "alltoallv", run_alltoallv },
     { "reduce", run_reduce },
+    { "gather", run_gather },
+    { "scatter", run_scatter },
 };
 #define NCOLLS ((int)(sizeof(colls) / sizeof(colls[0])))
 

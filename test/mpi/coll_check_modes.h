@@ -58,7 +58,7 @@ static int batch_k = 4, n_starts = 3;
 static MPI_Comm comm_side = MPI_COMM_NULL;   /* mixed: the duplicate of comm (freed by main) */
 
 enum coll_id { C_ALLREDUCE, C_ALLGATHER, C_ALLGATHERV, C_REDUCE_SCATTER, C_REDUCE_SCATTER_BLOCK,
-               C_BCAST, C_ALLTOALL, C_ALLTOALLV, C_REDUCE };
+               C_BCAST, C_ALLTOALL, C_ALLTOALLV, C_REDUCE, C_GATHER, C_SCATTER };
 enum how { H_BLOCKING, H_NONBLOCKING, H_INIT };
 
 typedef struct test {
@@ -190,6 +190,10 @@ static void issue(test *x, enum how how, MPI_Request *r)
     case C_ALLTOALLV:
         rc = ISSUE(Alltoallv, alltoallv, sb, x->sc, x->sd, x->dt, x->rbuf, x->rc, x->rd, x->dt, x->comm);
         break;
+    case C_GATHER:
+        rc = ISSUE(Gather, gather, sb, x->scount, x->dt, x->rbuf, x->count, x->dt, x->root, x->comm); break;
+    case C_SCATTER:
+        rc = ISSUE(Scatter, scatter, sb, x->scount, x->dt, x->rbuf, x->count, x->dt, x->root, x->comm); break;
     }
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING] = "";
