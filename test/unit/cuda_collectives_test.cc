@@ -5,8 +5,8 @@
 // On a device team (every rank has a CUDA context current: team.cc agree_device) the
 // stage slots live in GPU memory and are exported to node peers through CUDA IPC;
 // calls above cfg.small_msg_size of allreduce hier_ring, reduce_scatter hier_direct
-// (not in place), bcast, single-node allgather and alltoall pairwise (plain, not in
-// place) read node peers' buffers in place through the team's IPC cache (README,
+// (not in place), bcast, single-node allgather, alltoall pairwise (plain, not in
+// place), gather and scatter (the root's node) read node peers' buffers in place through the team's IPC cache (README,
 // "Zero copy inside a node"). Ranks as threads share one process, and CUDA IPC cannot
 // open a process's own handles; the fake driver can when FAKECUDA_IPC_SELF=1 (each open
 // gets a mapping of its own, as in another process), so here several ranks of a node
@@ -16,6 +16,7 @@
 // Each layout (one node of 2 and of 3, two nodes of 2, nodes of 3 and 2) runs every
 // collective on device buffers, in place and not, with uneven blocks (v variants with
 // gaps and blocks out of rank order), bcast from every root, reduce at rotating roots,
+// gather and scatter at rotating roots (in place and not),
 // and counts of 0, 1, a prime and a few thousand elements, on one team per algorithm
 // index (team t forces every collective to its algorithm t), with 512-byte segments
 // (many per call, stages reused) and a 256-byte threshold, so that one team takes both
@@ -487,6 +488,48 @@ struct Rank {
         }
     }
 
+    // Rotating roots, the second in place. gather: rank r's block is tag(r, 2, i), only
+    // the root passes a receive buffer; scatter: block r of the root's buffer is
+    // tag(r, 3, i), only the root passes a send buffer (in place: the root's block stays
+    // in it, which must come back unchanged).
+    void gather(size_t n, int k) {
+        for (int second = 0; second < 2; ++second) {
+            const int root = (k + second) % size;
+            const bool at_root = me == root, in_place = at_root && second == 1;
+            Call<int32_t> c;
+            c.in_place = in_place;
+            if (!in_place) c.send = generate<int32_t>(n, [&](size_t i) { return tag(me, 2, i); });
+            c.recv.assign(at_root ? n * nr() : 0, kSentinel);
+            if (in_place)
+                for (size_t i = 0; i < n; ++i) c.recv[size_t(me) * n + i] = tag(me, 2, i);
+            if (at_root) c.want = generate<int32_t>(n * nr(), [&](size_t j) { return tag(int(j / n), 2, j % n); });
+            run("gather root " + std::to_string(root) + (in_place ? " in place" : ""), c, [&](void *s, void *r) {
+                return strata_gather(team, s, at_root ? r : nullptr, n * sizeof(int32_t), root);
+            });
+        }
+    }
+    void scatter(size_t n, int k) {
+        for (int second = 0; second < 2; ++second) {
+            const int root = (k + second) % size;
+            const bool at_root = me == root, in_place = at_root && second == 1;
+            const auto all = generate<int32_t>(n * nr(), [&](size_t j) { return tag(int(j / n), 3, j % n); });
+            Call<int32_t> c;
+            c.in_place = in_place;  // then recv is the root's send buffer
+            if (in_place) {
+                c.recv = all;
+                c.want = all;
+            } else {
+                if (at_root) c.send = all;
+                c.recv.assign(n, kSentinel);
+                c.want = generate<int32_t>(n, [&](size_t i) { return tag(me, 3, i); });
+            }
+            run("scatter root " + std::to_string(root) + (in_place ? " in place" : ""), c, [&](void *s, void *r) {
+                if (in_place) return strata_scatter(team, r, s, n * sizeof(int32_t), root);
+                return strata_scatter(team, at_root ? s : nullptr, r, n * sizeof(int32_t), root);
+            });
+        }
+    }
+
     void every_call() {
         int k = 0;
         for (size_t n : kCounts) {
@@ -499,7 +542,9 @@ struct Rank {
             alltoall(n);
             alltoallv(n, false);
             alltoallv(n, true);
-            reduce(n, k++);
+            reduce(n, k);
+            gather(n, k);
+            scatter(n, k++);
             if (before.empty() && !first_error.empty())
                 first_error = "count " + std::to_string(n) + ", " + first_error;
         }

@@ -261,6 +261,22 @@ struct Rank {
         });
     }
 
+    // Only the root receives (gather) or sends (scatter) size blocks; rank r's is input(r).
+    std::string gather(size_t n, int root) {
+        const auto want = make<int32_t>(rank == root ? n * kRanks : 0,
+                                        [&](size_t j) { return input<int32_t>(int(j / n), j % n); });
+        return check("gather", mine<int32_t>(n), want, [&](void *s, void *r) {
+            return strata_gather(team, s, rank == root ? r : nullptr, n * sizeof(int32_t), root);
+        });
+    }
+    std::string scatter(size_t n, int root) {
+        const auto all = make<int32_t>(rank == root ? n * kRanks : 0,
+                                       [&](size_t j) { return input<int32_t>(int(j / n), j % n); });
+        return check("scatter", all, mine<int32_t>(n), [&](void *s, void *r) {
+            return strata_scatter(team, rank == root ? s : nullptr, r, n * sizeof(int32_t), root);
+        });
+    }
+
     // Every call, on every rank, even after a wrong result (its peers would wait for
     // ever otherwise): "" or the first thing that went wrong.
     std::string all_calls() {
@@ -269,7 +285,8 @@ struct Rank {
             const int root = int(n % kRanks);
             for (const std::string &e :
                  {allreduce<int32_t>(n, STRATA_INT32), allreduce<double>(n, STRATA_DOUBLE), allgather(n),
-                  bcast(n, root), reduce_scatter(n), alltoall(n), reduce(n, (root + 1) % kRanks)})
+                  bcast(n, root), reduce_scatter(n), alltoall(n), reduce(n, (root + 1) % kRanks),
+                  gather(n, root), scatter(n, (root + 1) % kRanks)})
                 if (first.empty() && !e.empty()) first = "count " + std::to_string(n) + ": " + e;
         }
         return first;

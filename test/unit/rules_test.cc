@@ -106,7 +106,7 @@ const Bad kBad[] = {
     {"allreduce 0-16K * * *", "expected 'collective bytes nodes ranks/node memory algorithm [segment=BYTES]', found 5 fields"},
     {"allreduce", "expected 'collective bytes nodes ranks/node memory algorithm [segment=BYTES]', found 1 field"},
     {"allredcue * * * * hier_rd",
-     "unknown collective 'allredcue' (known: allreduce, allgather, reduce_scatter, bcast, alltoall, reduce)"},
+     "unknown collective 'allredcue' (known: allreduce, allgather, reduce_scatter, bcast, alltoall, reduce, gather, scatter)"},
     {"allreduce * * * * hier_rng", "unknown algorithm 'hier_rng' for allreduce (known: hier_ring, hier_rd, base)"},
     {"bcast * * * * hier_ring", "unknown algorithm 'hier_ring' for bcast (known: hier_chain, hier_tree, base)"},
     {"allreduce 16Q- * * * hier_rd",
