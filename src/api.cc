@@ -594,6 +594,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->setup_at_creation = 0;
     cfg->host_handback = 1;
     cfg->p2p_channel = nullptr;
+    cfg->stream_flags = STRATA_STREAM_FLAGS_AUTO;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }
