@@ -594,7 +594,9 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->setup_at_creation = 0;
     cfg->host_handback = 1;
     cfg->p2p_channel = nullptr;
-    cfg->stream_flags = STRATA_STREAM_FLAGS_AUTO;
+    // Off until the hang of CudaCollectives one_node_of_2 (ranks as threads, IPC cache
+    // 64) with them on is understood (docs/architecture.md, "Work chained on the GPU").
+    cfg->stream_flags = STRATA_STREAM_FLAGS_OFF;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

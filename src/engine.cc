@@ -416,6 +416,10 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     } else {
         r.on_lane.assign(n, 0);
     }
+    if (r.chained) {
+        const Status followed = chain_lane_->follow_application();
+        if (followed != STRATA_OK) return followed;
+    }
     r.cursor = 0;
     r.queued.clear();
     r.batches.clear();

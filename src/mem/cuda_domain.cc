@@ -405,13 +405,25 @@ public:
         l->ctx_ = ctx_;
         l->load_failed_ = load_failed_;
         l->stream_flags_ = stream_flags_;
-        const cu::CUresult rc = d_.StreamCreate(&l->stream_, 0);  // blocking, as the domain's own (init)
+        const cu::CUresult rc = d_.StreamCreate(&l->stream_, cu::STREAM_NON_BLOCKING);  // follow_application
         if (rc != cu::SUCCESS) {
             l->parent_ = nullptr;  // nothing of its own to release
             return device_error("cuStreamCreate", rc);
         }
         lane->reset(l.release());
         return STRATA_OK;
+    }
+
+    Status follow_application() override {
+        if (parent_ == nullptr) return STRATA_OK;  // the GPU's own stream is a blocking one
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        Ticket t;
+        STRATA_CHECK(record(&t, nullptr));  // on the legacy default stream
+        cu::CUevent ev = static_cast<cu::CUevent>(t.pending);
+        const cu::CUresult rc = d_.StreamWaitEvent(stream_, ev, 0);
+        put_event(ev);  // the wait took the event's record as it is now
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuStreamWaitEvent", rc);
     }
 
     Status ipc_describe(const void *p, IpcRef *ref) override {
@@ -620,8 +632,10 @@ private:
         Status status_ = STRATA_OK;
     };
 
-    // Records a (pooled) event after the work just queued; the ticket holds it.
-    Status record(Ticket *t) {
+    // Records a (pooled) event after the work just queued on stream `on` (the domain's
+    // by default); the ticket holds it.
+    Status record(Ticket *t) { return record(t, stream_); }
+    Status record(Ticket *t, cu::CUstream on) {
         cu::CUevent ev = nullptr;
         {
             std::lock_guard<std::mutex> g(mu_);
@@ -633,7 +647,7 @@ private:
         cu::CUresult rc;
         if (ev == nullptr && (rc = d_.EventCreate(&ev, cu::EVENT_DISABLE_TIMING)) != cu::SUCCESS)
             return device_error("cuEventCreate", rc);
-        if ((rc = d_.EventRecord(ev, stream_)) != cu::SUCCESS) {
+        if ((rc = d_.EventRecord(ev, on)) != cu::SUCCESS) {
             put_event(ev);
             return device_error("cuEventRecord", rc);
         }

@@ -152,6 +152,12 @@ public:
         lane->reset();
         return STRATA_ERR_UNSUPPORTED;
     }
+    // A lane's stream is a non-blocking one: the legacy default stream does not wait
+    // for it (an application's cudaMemcpy must not wait for a flag of its peers, who may
+    // wait for this rank elsewhere). follow_application() orders what is queued next on
+    // the lane after what the application queued on the legacy default stream before
+    // (an event recorded there and waited for by the lane), as a blocking stream would.
+    virtual Status follow_application() { return STRATA_OK; }
     // Where p lies in its device allocation (ref's base, buffer_id and offset; not the
     // handle, which ipc_export of base gives). Cheap: one pointer query. Unsupported
     // where p's memory cannot be shared through CUDA IPC (host, managed, or memory

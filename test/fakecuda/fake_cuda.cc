@@ -873,9 +873,9 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
     };
     *v = attrib == 33 ? 0x18 + d : 0;  // PCI_BUS_ID; PCI_DEVICE_ID (34) and PCI_DOMAIN_ID (50) are 0
     if (attrib == 20) *v = compute_mode();  // COMPUTE_MODE
-    if (attrib == 122 && env_int("FAKECUDA_STREAM_MEMOPS", 1, 0, 1) == 0) *v = 0;  // a GPU without them
     for (const auto &kv : kValues)
         if (kv[0] == attrib) *v = kv[1];
+    if (attrib == 122 && env_int("FAKECUDA_STREAM_MEMOPS", 1, 0, 1) == 0) *v = 0;  // a GPU without them
     return OK;
 }
 
