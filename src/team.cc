@@ -334,13 +334,11 @@ Status Team::agree_device(bool gpu_everywhere) {
         return setup_failed(st, why);
     }
     if (on[2] == 0) close_lane();
-    if (rank_ == 0)
+    if (rank_ == 0 && cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO)  // said where asked for
         log(1, "node flags %s", on[2] ? "ordered by each GPU's stream (stream memory operations): a call's node "
                                         "work is queued once"
-                                      : cfg_.stream_flags == STRATA_STREAM_FLAGS_OFF
-                                            ? "ordered by the host (coll_strata_stream_flags 0)"
-                                            : "ordered by the host (a GPU of this communicator has no stream "
-                                              "memory operations)");
+                                      : "ordered by the host (a GPU of this communicator has no stream memory "
+                                        "operations)");
     const int cache_on = on[0];
     const bool capable = on[1] != 0;
     if (!cache_on && node_.ipc().enabled()) {
