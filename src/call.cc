@@ -28,9 +28,15 @@ Numbering Call::numbering() const {
     return Numbering{number_ << 32, static_cast<int>((number_ % Team::kTagCalls) << 12)};
 }
 
-Status Call::run() { return sched_.run(*p2p_, &team_, numbering()); }
+Status Call::run() {
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane());
+    return sched_.run(*p2p_, &team_, numbering());
+}
 
-Status Call::start() { return sched_.start(*p2p_, &team_, numbering()); }
+Status Call::start() {
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane());
+    return sched_.start(*p2p_, &team_, numbering());
+}
 
 uint64_t Call::take_segments(uint64_t n) {
     const uint64_t first = seg_seq_;

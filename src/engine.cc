@@ -334,6 +334,7 @@ StepInfo Schedule::info(StepId id) const {
 // until they complete, for up to kAbandonSendSeconds; one still open then was not
 // matched (its receiver gave up first) and is left to the transport.
 void Schedule::abandon(P2PChannel &ch) {
+    if (run_.chained) drain_lane();
     std::vector<Step *> sends;
     for (Step &s : steps_) {
         if (s.state != State::Started) continue;
@@ -405,9 +406,28 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
         for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
             r.pending[i] += steps_[deps_[steps_[i].dep_begin + d]].state != State::Done;
     }
+    // Chained: only a schedule of one node's work (no sends, no receives), whose
+    // completion then needs no peer's host.
+    r.chained = chain_lane_ != nullptr;
+    for (size_t i = 0; i < n && r.chained; ++i)
+        r.chained = steps_[i].kind != Kind::Send && steps_[i].kind != Kind::Recv;
+    if (r.chained) {
+        choose_lane_steps();
+    } else {
+        r.on_lane.assign(n, 0);
+    }
+    if (r.chained) {
+        const Status followed = chain_lane_->follow_application();
+        if (followed != STRATA_OK) return followed;
+    }
+    r.cursor = 0;
+    r.queued.clear();
+    r.batches.clear();
+    r.batched = 0;
     r.active.clear();
     for (size_t i = 0; i < n; ++i)
-        if (r.pending[i] == 0 && steps_[i].state != State::Done) r.active.push_back(static_cast<StepId>(i));
+        if (r.pending[i] == 0 && steps_[i].state != State::Done && !r.on_lane[i])
+            r.active.push_back(static_cast<StepId>(i));
     bool moved = false;
     const Status st = pass(&moved);
     if (st != STRATA_OK) abandon(ch);
@@ -441,6 +461,7 @@ Status Schedule::pass(bool *moved) {
     Run &r = run_;
     r.next.clear();
     r.unreached.clear();
+    if (r.chained) STRATA_CHECK(poll_batches(moved));
     // active grows while we walk it: steps released now start in this pass.
     for (size_t a = 0; a < r.active.size(); ++a) {
         const StepId id = r.active[a];
@@ -456,12 +477,170 @@ Status Schedule::pass(bool *moved) {
             r.next.push_back(id);
             continue;
         }
-        ++r.done;
-        for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
-            if (--r.pending[r.dependents[k]] == 0) r.active.push_back(r.dependents[k]);
+        release(id);
     }
     r.active.swap(r.next);
+    return r.chained ? issue_chained(moved) : STRATA_OK;
+}
+
+// A step is done: it counts, and its dependents whose last dependency it was join the
+// active steps (those the lane runs are queued by issue_chained instead).
+void Schedule::release(StepId id) {
+    Run &r = run_;
+    ++r.done;
+    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
+        if (--r.pending[r.dependents[k]] == 0 && !r.on_lane[r.dependents[k]]) r.active.push_back(r.dependents[k]);
+}
+
+// Which steps run on the lane: the chained domain's copies and reductions; signals and
+// joins that follow such work (through other lane steps); waits whose release such
+// work awaits, for a value at or below one signalled earlier in build order (a rank
+// publishes before it waits, so the stream never waits for a signal queued behind it);
+// joins that lead to such work. The flags of host work (a buffer exchange between
+// host polls) stay with the host, which signals and polls them at no driver call.
+void Schedule::choose_lane_steps() {
+    Run &r = run_;
+    const size_t n = steps_.size();
+    auto device = [this](const Step &s) { return (s.kind == Kind::Copy || s.kind == Kind::Reduce) && s.dom == chain_dom_; };
+    auto flagish = [](const Step &s) { return s.kind == Kind::Nop || s.kind == Kind::Signal || s.kind == Kind::Wait; };
+    std::vector<uint8_t> after(n, 0), leads(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+        const Step &s = steps_[i];
+        after[i] = device(s);
+        for (uint32_t d = 0; d < s.dep_count && !after[i]; ++d) after[i] = flagish(s) && after[deps_[s.dep_begin + d]];
+    }
+    for (size_t i = n; i-- > 0;)
+        for (uint32_t k = r.first_dependent[i]; k < r.first_dependent[i + 1] && !leads[i]; ++k) {
+            const Step &d = steps_[r.dependents[k]];
+            leads[i] = device(d) || (flagish(d) && leads[r.dependents[k]]);
+        }
+    r.on_lane.assign(n, 0);
+    uint64_t signalled = 0;
+    bool any_signal = false;
+    for (size_t i = 0; i < n; ++i) {
+        const Step &s = steps_[i];
+        switch (s.kind) {
+            case Kind::Copy:
+            case Kind::Reduce:
+                r.on_lane[i] = device(s);
+                break;
+            case Kind::Signal:
+                r.on_lane[i] = after[i];
+                break;
+            case Kind::Nop:
+                r.on_lane[i] = after[i] || leads[i];
+                break;
+            case Kind::Wait:
+                r.on_lane[i] = leads[i] && any_signal && flag_reached(signalled, s.value);
+                break;
+            default:
+                break;
+        }
+        if (s.kind == Kind::Signal && (!any_signal || flag_reached(s.value, signalled))) {
+            signalled = s.value;
+            any_signal = true;
+        }
+    }
+}
+
+// A dependency that no longer holds up a step queued on the lane: done, or queued
+// there before it (the stream runs in order).
+bool Schedule::queued_or_done(const Step &s) const {
+    return s.state == State::Done || (s.state == State::Started && run_.on_lane[&s - steps_.data()]);
+}
+
+// Queues step id on the lane (a skipped branch's step and a join queue nothing).
+Status Schedule::queue(StepId id, bool *moved) {
+    Step &s = steps_[id];
+    const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
+    switch (skipped ? Kind::Nop : s.kind) {
+        case Kind::Copy: {
+            const void *src = s.late ? *s.late + reinterpret_cast<size_t>(s.src) : s.src;
+            STRATA_CHECK(chain_lane_->copy(s.dst, src, s.n, nullptr));
+            break;
+        }
+        case Kind::Reduce: {
+            const void *const *srcs = &srcs_[s.src_begin];
+            late_srcs_.assign(srcs, srcs + s.src_count);
+            for (uint32_t k = 0; k < s.src_count; ++k)
+                if (const char *const *b = src_bases_[s.src_begin + k])
+                    late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
+            STRATA_CHECK(chain_lane_->reduce(s.dst, late_srcs_.data(), static_cast<int>(s.src_count), s.n, s.dtype,
+                                             s.op, nullptr));
+            break;
+        }
+        case Kind::Signal:
+            STRATA_CHECK(chain_lane_->signal_flag(s.flag, num_.base + s.value));
+            break;
+        case Kind::Wait:
+            STRATA_CHECK(chain_lane_->wait_flag(s.flag, num_.base + s.value));
+            break;
+        default:
+            break;
+    }
+    s.state = State::Started;
+    run_.queued.push_back(id);
+    *moved = true;
     return STRATA_OK;
+}
+
+// Queues the lane's steps in build order, as far as their dependencies allow (a step
+// waits for the host steps it depends on, and every later lane step waits behind it),
+// then marks the end of what was queued: one ticket for the whole batch.
+Status Schedule::issue_chained(bool *moved) {
+    Run &r = run_;
+    const size_t n = steps_.size();
+    for (; r.cursor < n; ++r.cursor) {
+        const Step &s = steps_[r.cursor];
+        if (!r.on_lane[r.cursor] || s.state != State::Waiting) continue;
+        bool ready = true;
+        for (uint32_t d = 0; d < s.dep_count && ready; ++d) ready = queued_or_done(steps_[deps_[s.dep_begin + d]]);
+        if (!ready) break;
+        STRATA_CHECK(queue(static_cast<StepId>(r.cursor), moved));
+    }
+    if (r.batched == r.queued.size()) return STRATA_OK;
+    Run::Batch b{Ticket{}, r.batched, r.queued.size()};
+    r.batched = r.queued.size();
+    const Status st = chain_lane_->mark(&b.end);
+    r.batches.push_back(b);  // even on an error: abandon drains it
+    return st;
+}
+
+// The batches complete in order (one stream): each completed one's steps are done.
+Status Schedule::poll_batches(bool *moved) {
+    Run &r = run_;
+    while (!r.batches.empty()) {
+        bool done = false;
+        STRATA_CHECK(chain_lane_->poll(&r.batches.front().end, &done));
+        if (!done) return STRATA_OK;
+        const Run::Batch b = r.batches.front();
+        r.batches.erase(r.batches.begin());
+        for (size_t q = b.first; q < b.last; ++q) {
+            steps_[r.queued[q]].state = State::Done;
+            release(r.queued[q]);
+        }
+        *moved = true;
+    }
+    return STRATA_OK;
+}
+
+// An abandoned run's lane may hold a wait that no peer will ever satisfy: the host
+// raises those flags itself (the team is failing; flags only rise, so nothing of a
+// later call is released early by a value it already reached), then waits for the
+// lane to run dry, so that none of the run's work touches memory after it returns.
+void Schedule::drain_lane() {
+    Run &r = run_;
+    for (StepId id : r.queued) {
+        Step &s = steps_[id];
+        if (s.state != State::Started || s.kind != Kind::Wait) continue;
+        const uint64_t want = num_.base + s.value;
+        if (!flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), want)) __atomic_store_n(s.flag, want, __ATOMIC_RELEASE);
+    }
+    Ticket end;
+    if (chain_lane_->mark(&end) == STRATA_OK) wait_ticket(*chain_lane_, &end);
+    for (Run::Batch &b : r.batches) wait_ticket(*chain_lane_, &b.end);  // returns their events
+    r.batches.clear();
+    for (StepId id : r.queued) steps_[id].state = State::Done;
 }
 
 // After kSpinsBeforeYield passes without progress the caller is told it may yield

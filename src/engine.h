@@ -7,6 +7,18 @@
 // progresses until every step is complete, yielding the CPU when nothing moves;
 // start() and progress() do the same in pieces, for the calls that complete later
 // (nonblocking and persistent collectives: Team::submit).
+//
+// Work chained on the stream (chain()): on a device team whose GPU has stream memory
+// operations, a schedule without sends or receives (a node's work) puts its device
+// steps, flag signals and flag waits, and joins of them, on one stream of the team's
+// own (a lane), in build order, each as soon as what it depends on is done or queued
+// before it; the host learns of their completion from one event per batch queued
+// together (MemDomain::mark), not one per step. A schedule whose every step can be
+// queued at its start is queued whole there and completes with no further host work:
+// its request's test polls one event. The stream runs those steps one after another,
+// so build order must be one they can run in, one at a time, on every rank: a wait is
+// queued only after a signal of the same schedule of at least its value (a rank
+// publishes before it waits for its peers; the other waits stay with the host).
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
@@ -144,6 +156,12 @@ public:
     // given up as run() does.
     Status start(P2PChannel &ch, RunWatch *watch = nullptr, Numbering num = {});
     Status progress(bool *finished, bool *idle, bool *moved = nullptr);
+    // Chains the next runs' work on lane (see the top): copies and reductions of dom go
+    // to lane instead, flags are signalled and waited for there. nullptr: off.
+    void chain(MemDomain *dom, MemDomain *lane) {
+        chain_dom_ = dom;
+        chain_lane_ = lane;
+    }
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -178,6 +196,13 @@ private:
     Status advance(Step &s, P2PChannel &ch, bool *moved);
     Status pass(bool *moved);
     void abandon(P2PChannel &ch);
+    void choose_lane_steps();
+    bool queued_or_done(const Step &s) const;
+    Status queue(StepId id, bool *moved);
+    Status issue_chained(bool *moved);
+    Status poll_batches(bool *moved);
+    void release(StepId id);
+    void drain_lane();
     void report_stall(const std::vector<StepId> &active) const;
 
     std::vector<Step> steps_;
@@ -190,6 +215,7 @@ private:
     bool cond_want_ = false;
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     StepId entry_ = kNoStep;
+    MemDomain *chain_dom_ = nullptr, *chain_lane_ = nullptr;
     Numbering num_;  // of the current run
     // The current run: its channel and watch, dependency counts, the steps started or
     // ready, how many are done, and how long it has made no progress.
@@ -214,6 +240,18 @@ private:
                 }
             unreached.emplace_back(flag, value);
         }
+        // Chained work (chain()): which steps go on the lane, the next one in build order
+        // to queue, and the batches queued together, each with the ticket of its end.
+        bool chained = false;
+        std::vector<uint8_t> on_lane;
+        size_t cursor = 0;
+        struct Batch {
+            Ticket end;
+            size_t first, last;  // its steps: queued[first, last)
+        };
+        std::vector<StepId> queued;
+        std::vector<Batch> batches;
+        size_t batched = 0;  // queued[0, batched) are in a batch
         size_t done = 0;
         int idle = 0;
         double last_progress = 0;

@@ -144,6 +144,13 @@ typedef enum strata_device_transport {
     STRATA_DEVICE_TRANSPORT_STAGED = 2  /* pipelined through page-locked host bounce buffers */
 } strata_device_transport_t;
 
+/* Node-wide flags of a GPU team's calls: ordered by the GPU's stream (stream memory
+ * operations, where the GPU can, agreed by every rank) or by the host. */
+typedef enum strata_stream_flags {
+    STRATA_STREAM_FLAGS_OFF = 0,  /* the host signals and waits for every flag */
+    STRATA_STREAM_FLAGS_AUTO = 1  /* the stream, where every rank's GPU can */
+} strata_stream_flags_t;
+
 /* Settings: one copy per team, filled from MCA variables by the glue. */
 #define STRATA_ALG_AUTO (-1)
 #define STRATA_ALG_BASE (-2)  /* every call of the collective to the component strata replaced */
@@ -171,6 +178,7 @@ typedef struct strata_config {
                                        every rank hands its calls back when any rank opted out */
     const char *p2p_channel;        /* point-to-point channel kind (btl/channels.h): "transport", "ucx";
                                        NULL or "auto": the built-in choice (the transport) */
+    int stream_flags;               /* strata_stream_flags_t */
 } strata_config_t;
 
 /* A status in words ("invalid buffer", "timed out", ...). */

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>
+
 namespace strata {
 
 namespace {
@@ -58,7 +60,31 @@ void Team::release_device() {
     // host buffers): let go of them unfreed as well.
     if (!all_closed && queue_) queue_->abandon_memory();
     bounce_.reset();
+    close_lane();
     dom_ = nullptr;
+}
+
+// This rank's side of the stream flags: its GPU can, they are not switched off, the
+// node's flags are reachable by the GPU and a stream of the team's own is made.
+bool Team::open_lane() {
+    if (cfg_.stream_flags != STRATA_STREAM_FLAGS_AUTO || dom_ == nullptr || !dom_->stream_flags()) return false;
+    const int L = layout_.my_local_size();
+    char *lo = reinterpret_cast<char *>(flag(0, 0));
+    const char *hi = reinterpret_cast<const char *>(flag(L - 1, kFlagCount - 1) + 1);
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const size_t bytes = (size_t(hi - lo) + page - 1) / page * page;
+    if (dom_->register_flags(lo, bytes) != STRATA_OK) return false;
+    lane_flags_ = lo;
+    if (dom_->open_lane(&lane_) == STRATA_OK) return true;
+    close_lane();
+    return false;
+}
+
+// Before the flags' segment goes: the lane waits for its stream as it is released.
+void Team::close_lane() {
+    lane_.reset();
+    if (lane_flags_ != nullptr && dom_ != nullptr) dom_->unregister_flags(lane_flags_);
+    lane_flags_ = nullptr;
 }
 
 Waiter Team::waiter() {
@@ -287,11 +313,19 @@ Status Team::agree_device(bool gpu_everywhere) {
     // Reading peers' buffers in place needs every rank's cache on (a setting that
     // should be the same everywhere; agreed so that a stray one cannot hang a node).
     // The same round agrees whether the channel takes device memory on every rank.
-    int on[2] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0};
-    if (const Status st = oob_.agreements.min(on, 2, waiter(), "IPC cache", &why); st != STRATA_OK) {
+    // And whether node flags are ordered by the stream (engine.h), which needs every rank's
+    // GPU to have stream memory operations.
+    int on[3] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0, open_lane() ? 1 : 0};
+    if (const Status st = oob_.agreements.min(on, 3, waiter(), "IPC cache", &why); st != STRATA_OK) {
         release_device();
         return setup_failed(st, why);
     }
+    if (on[2] == 0) close_lane();
+    if (rank_ == 0 && cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO)  // said where asked for
+        log(1, "node flags %s", on[2] ? "ordered by each GPU's stream (stream memory operations): a call's node "
+                                        "work is queued once"
+                                      : "ordered by the host (a GPU of this communicator has no stream memory "
+                                        "operations)");
     const int cache_on = on[0];
     const bool capable = on[1] != 0;
     if (!cache_on && node_.ipc().enabled()) {

@@ -18,6 +18,11 @@ static_assert((long)IPC_MEM_LAZY_ENABLE_PEER_ACCESS == (long)CU_IPC_MEM_LAZY_ENA
 static_assert((long)MEMHOSTALLOC_PORTABLE == (long)CU_MEMHOSTALLOC_PORTABLE, "cuda.h mismatch");
 static_assert((long)MEMHOSTALLOC_DEVICEMAP == (long)CU_MEMHOSTALLOC_DEVICEMAP, "cuda.h mismatch");
 static_assert((long)STREAM_WAIT_VALUE_GEQ == (long)CU_STREAM_WAIT_VALUE_GEQ, "cuda.h mismatch");
+static_assert((long)STREAM_WRITE_VALUE_DEFAULT == (long)CU_STREAM_WRITE_VALUE_DEFAULT, "cuda.h mismatch");
+static_assert((long)MEMHOSTREGISTER_PORTABLE == (long)CU_MEMHOSTREGISTER_PORTABLE, "cuda.h mismatch");
+static_assert((long)MEMHOSTREGISTER_DEVICEMAP == (long)CU_MEMHOSTREGISTER_DEVICEMAP, "cuda.h mismatch");
+static_assert((long)ATTR_CAN_USE_64_BIT_STREAM_MEM_OPS == (long)CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+              "cuda.h mismatch");
 static_assert((long)ERROR_NO_DEVICE == (long)CUDA_ERROR_NO_DEVICE, "cuda.h mismatch");
 static_assert((long)ERROR_NOT_INITIALIZED == (long)CUDA_ERROR_NOT_INITIALIZED, "cuda.h mismatch");
 static_assert((long)ERROR_ALREADY_MAPPED == (long)CUDA_ERROR_ALREADY_MAPPED, "cuda.h mismatch");
@@ -104,6 +109,13 @@ bool Driver::load(std::string *why) {
         std::string ignored;
         if (!sym(h, "cuStreamWaitValue32_v2", &StreamWaitValue32, &ignored))
             sym(h, "cuStreamWaitValue32", &StreamWaitValue32, &ignored);
+        if (!sym(h, "cuStreamWaitValue64_v2", &StreamWaitValue64, &ignored))
+            sym(h, "cuStreamWaitValue64", &StreamWaitValue64, &ignored);
+        if (!sym(h, "cuStreamWriteValue64_v2", &StreamWriteValue64, &ignored))
+            sym(h, "cuStreamWriteValue64", &StreamWriteValue64, &ignored);
+        if (!sym(h, "cuMemHostRegister_v2", &MemHostRegister, &ignored))
+            sym(h, "cuMemHostRegister", &MemHostRegister, &ignored);
+        sym(h, "cuMemHostUnregister", &MemHostUnregister, &ignored);
     }
     if (!ok) {
         dlclose(h);

@@ -35,6 +35,7 @@ enum : int {
     ATTR_COMPUTE_MODE = 20,
     COMPUTEMODE_PROHIBITED = 2,
     COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+    ATTR_CAN_USE_64_BIT_STREAM_MEM_OPS = 122,
 };
 enum : unsigned {
     EVENT_DISABLE_TIMING = 0x2,
@@ -44,6 +45,9 @@ enum : unsigned {
     MEMHOSTALLOC_PORTABLE = 0x1,
     MEMHOSTALLOC_DEVICEMAP = 0x2,
     STREAM_WAIT_VALUE_GEQ = 0x0,
+    STREAM_WRITE_VALUE_DEFAULT = 0x0,
+    MEMHOSTREGISTER_PORTABLE = 0x1,
+    MEMHOSTREGISTER_DEVICEMAP = 0x2,
 };
 // For the memory domain (src/mem): pointer attributes and their values.
 enum : int {
@@ -103,6 +107,12 @@ struct Driver {
     CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned) = nullptr;
     // Optional (stream memory operations): nullptr where the driver lacks it.
     CUresult (*StreamWaitValue32)(CUstream, CUdeviceptr, unsigned, unsigned) = nullptr;
+    // Optional, for flags ordered by the stream (src/mem/cuda_domain.cc): 64-bit waits
+    // and writes, and host memory the GPU reaches (registered).
+    CUresult (*StreamWaitValue64)(CUstream, CUdeviceptr, unsigned long long, unsigned) = nullptr;
+    CUresult (*StreamWriteValue64)(CUstream, CUdeviceptr, unsigned long long, unsigned) = nullptr;
+    CUresult (*MemHostRegister)(void *, size_t, unsigned) = nullptr;
+    CUresult (*MemHostUnregister)(void *) = nullptr;
     // Memory domain (src/mem): queued copies, completion events, pointer kinds.
     CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
     CUresult (*EventQuery)(CUevent) = nullptr;

@@ -56,6 +56,10 @@ void probe_cuda(NodeInfo *node, CudaStatus *st) {
         if (drv.DeviceGetAttribute(&v, cu::ATTR_PCI_DOMAIN_ID, d) == cu::SUCCESS) g.pci.domain = (unsigned)v;
         if (drv.DeviceGetAttribute(&v, cu::ATTR_PCI_BUS_ID, d) == cu::SUCCESS) g.pci.bus = (unsigned)v;
         if (drv.DeviceGetAttribute(&v, cu::ATTR_PCI_DEVICE_ID, d) == cu::SUCCESS) g.pci.dev = (unsigned)v;
+        // As the memory domain decides it (src/mem/cuda_domain.cc): entry points and attribute.
+        g.stream_memops = drv.StreamWaitValue64 && drv.StreamWriteValue64 && drv.MemHostRegister &&
+                          drv.DeviceGetAttribute(&v, cu::ATTR_CAN_USE_64_BIT_STREAM_MEM_OPS, d) == cu::SUCCESS &&
+                          v == 1;
         node->gpus.push_back(g);
     }
     node->peer_access.assign((size_t)n, std::vector<int>((size_t)n, -1));

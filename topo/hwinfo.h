@@ -44,6 +44,7 @@ struct GpuInfo {
     std::string name;
     uint64_t memory_bytes = 0;
     int cc_major = 0, cc_minor = 0;
+    bool stream_memops = false;  // 64-bit stream memory operations: node flags on the GPU's stream
     PciAddr pci;
     int numa_node = -1;             // OS index, -1 unknown
     int nearest_nic = -1;           // index into NodeInfo::nics, -1 none

@@ -144,6 +144,11 @@ std::string render_table(const Report &r) {
                      human_bytes(g.memory_bytes).c_str(), g.cc_major, g.cc_minor, g.pci.str().c_str(),
                      numa_str(g.numa_node).c_str(), nic_name(r, g.nearest_nic).c_str(),
                      g.nic_distance >= 0 ? std::to_string(g.nic_distance).c_str() : "-");
+        if (!r.node.gpus.empty()) {
+            o += "  stream memory operations (node flags ordered by the GPU's stream, coll_strata_stream_flags):";
+            for (const GpuInfo &g : r.node.gpus) o += fmt(" gpu%d %s", g.index, g.stream_memops ? "yes" : "no");
+            o += "\n";
+        }
         size_t n = r.node.gpus.size();
         if (n > 1) {
             o += "  peer access / NVLink (P = peer access, NVn = n direct links, NVS = via NVSwitch, - = none)\n      ";
@@ -245,7 +250,8 @@ std::string render_json(const Report &r) {
             .kv("compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor))
             .kv("pci_bus_id", g.pci.str()).kv("numa_node", g.numa_node).key("nearest_nic");
         if (g.nearest_nic >= 0) w.str(nic_name(r, g.nearest_nic)); else w.null();
-        w.kv("nic_distance", g.nic_distance).kv("nvswitch_links", g.nvswitch_links).end_object();
+        w.kv("nic_distance", g.nic_distance).kv("nvswitch_links", g.nvswitch_links)
+            .kb("stream_memops", g.stream_memops).end_object();
     }
     w.end_array();
     auto matrix = [&](const char *k, const std::vector<std::vector<int>> &m) {

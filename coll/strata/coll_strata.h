@@ -34,6 +34,7 @@ typedef struct mca_coll_strata_component_t {
     char *shm_dir;
     int device_path;        /* strata_device_path_t */
     int device_transport;   /* strata_device_transport_t */
+    int stream_flags;       /* strata_stream_flags_t */
     int ipc_cache_size;     /* peers' device buffers kept mapped per communicator; 0: off */
     size_t ipc_cache_bytes; /* and the most bytes of their allocations; 0: no byte bound */
     double timeout;         /* seconds without progress before a call fails; 0: none */

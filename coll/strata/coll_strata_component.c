@@ -224,6 +224,10 @@ static void check_ranges(void)
         warn_range("device_transport", "(a number)", "auto, direct, staged", "auto");
         cs->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     }
+    if (cs->stream_flags != STRATA_STREAM_FLAGS_OFF && cs->stream_flags != STRATA_STREAM_FLAGS_AUTO) {
+        warn_range("stream_flags", "(a number)", "auto, 0", "auto");
+        cs->stream_flags = STRATA_STREAM_FLAGS_AUTO;
+    }
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         int *a = &cs->algorithm[coll];
         if (*a != STRATA_ALG_AUTO && *a != STRATA_ALG_BASE &&
@@ -327,6 +331,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->shm_dir = (char *) d->shm_dir;   /* registering copies a string variable's default */
     cs->device_path = d->device_path;
     cs->device_transport = d->device_transport;
+    cs->stream_flags = d->stream_flags;
     cs->ipc_cache_size = d->ipc_cache_size;
     cs->ipc_cache_bytes = d->ipc_cache_bytes;
     cs->timeout = d->timeout;
@@ -442,6 +447,16 @@ static int mca_coll_strata_register(void)
             "the transfer of the previous one) or auto (direct when this Open MPI reports "
             "CUDA support, else staged; the same on every rank)",
             transports, OPAL_INFO_LVL_4, &cs->device_transport);
+        static const mca_base_var_enum_value_t stream_flags[] = {
+            { STRATA_STREAM_FLAGS_AUTO, "auto" }, { STRATA_STREAM_FLAGS_OFF, "0" }, { 0, NULL }
+        };
+        register_enum_var(c, "stream_flags",
+            "How a one-node GPU team's calls order their steps across the node's ranks: auto "
+            "(where every rank's GPU has stream memory operations, the flags are written and "
+            "waited for by the CUDA stream itself, so a call's work is queued once and a "
+            "started nonblocking call completes without host progress) or 0 (the host "
+            "signals and polls every flag, and every device step ends in a host round trip)",
+            stream_flags, OPAL_INFO_LVL_4, &cs->stream_flags);
     }
     (void) mca_base_component_var_register(c, "ipc_cache_size",
         "On the gpu device path, node peers read each other's device buffers in place, "
@@ -604,6 +619,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->host_buffers = cs->host_buffers ? 1 : 0;
     cfg->device_path = cs->device_path;
     cfg->device_transport = cs->device_transport;
+    cfg->stream_flags = cs->stream_flags;
     cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
     cfg->ipc_cache_bytes = cs->ipc_cache_bytes;
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;

@@ -108,7 +108,23 @@ public:
             return false;
         }
         if ((rc = d_.StreamCreate(&stream_, 0)) != cu::SUCCESS) return bad(why, "cuStreamCreate", rc);
+        stream_flags_ = probe_stream_flags();
         return true;
+    }
+
+    // A lane (open_lane) waits for what it queued and lets go of its stream, events and
+    // scratch; the GPU's own domain is never destroyed (cuda_domain).
+    ~CudaDomain() override {
+        if (parent_ == nullptr) return;
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) return;
+        d_.StreamSynchronize(stream_);
+        d_.StreamDestroy(stream_);
+        for (cu::CUevent ev : free_) d_.EventDestroy(ev);
+        for (auto &f : scratch_free_) {
+            d_.MemFree(reinterpret_cast<cu::CUdeviceptr>(f.first));
+            usage().scratch_bytes -= (long long)f.second;
+        }
     }
 
     // Whether p is device memory of a context other than the domain's: one the
@@ -151,19 +167,19 @@ public:
     int device() const override { return device_; }
 
     Status copy(void *dst, const void *src, size_t bytes, Ticket *t) override {
-        t->pending = nullptr;
+        if (t != nullptr) t->pending = nullptr;
         if (bytes == 0 || dst == src) return STRATA_OK;
         Scope scope(*this);
         STRATA_CHECK(scope.status());
         const cu::CUresult rc = d_.MemcpyAsync(reinterpret_cast<cu::CUdeviceptr>(dst),
                                                reinterpret_cast<cu::CUdeviceptr>(src), bytes, stream_);
         if (rc != cu::SUCCESS) return device_error("cuMemcpyAsync", rc);
-        return record(t);
+        return t != nullptr ? record(t) : STRATA_OK;
     }
 
     Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,
                   strata_op_t op, Ticket *t) override {
-        t->pending = nullptr;
+        if (t != nullptr) t->pending = nullptr;
         const int k = kern::kernel_index(dtype, op);
         if (k < 0) {
             log(1, "%s reduce: no device kernel for %s %s", name_, strata_dtype_name(dtype), strata_op_name(op));
@@ -190,7 +206,7 @@ public:
         pieces += acc_needed;
         if (pieces == 0) {
             STRATA_CHECK(fold(f, k, dst, nullptr, srcs, nsrc, count));
-            return record(t);
+            return t != nullptr ? record(t) : STRATA_OK;
         }
         char *scratch = nullptr;
         STRATA_CHECK(take_scratch(pieces * piece, &scratch));
@@ -213,7 +229,7 @@ public:
         if (st == STRATA_OK && out != dst) st = enqueue_copy(dst, out, bytes);
         give_scratch(scratch);  // later users queue after this work on the same stream
         if (st != STRATA_OK) return st;
-        return record(t);
+        return t != nullptr ? record(t) : STRATA_OK;
     }
 
     Status settle() override {
@@ -333,6 +349,83 @@ public:
         return STRATA_OK;
     }
 
+    bool stream_flags() const override { return stream_flags_; }
+
+    Status register_flags(void *p, size_t bytes) override {
+        if (!stream_flags_) return STRATA_ERR_UNSUPPORTED;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        const cu::CUresult rc =
+            d_.MemHostRegister(p, bytes, cu::MEMHOSTREGISTER_PORTABLE | cu::MEMHOSTREGISTER_DEVICEMAP);
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuMemHostRegister", rc);
+    }
+
+    void unregister_flags(void *p) override {
+        if (p == nullptr || !stream_flags_) return;
+        Scope scope(*this);
+        if (scope.status() != STRATA_OK) return;
+        const cu::CUresult rc = d_.MemHostUnregister(p);
+        if (rc != cu::SUCCESS) warn("cuda error", "%s", d_.error("cuMemHostUnregister", rc).c_str());
+    }
+
+    // Unified addressing: registered host memory has the same address on the GPU.
+    Status signal_flag(uint64_t *flag, uint64_t value) override {
+        if (!stream_flags_) return STRATA_ERR_UNSUPPORTED;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        const cu::CUresult rc = d_.StreamWriteValue64(stream_, reinterpret_cast<cu::CUdeviceptr>(flag), value,
+                                                      cu::STREAM_WRITE_VALUE_DEFAULT);
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuStreamWriteValue64", rc);
+    }
+
+    // GEQ is the driver's cyclic comparison, (int64_t)(*flag - value) >= 0: flag_reached.
+    Status wait_flag(const uint64_t *flag, uint64_t value) override {
+        if (!stream_flags_) return STRATA_ERR_UNSUPPORTED;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        const cu::CUresult rc = d_.StreamWaitValue64(stream_, reinterpret_cast<cu::CUdeviceptr>(flag), value,
+                                                     cu::STREAM_WAIT_VALUE_GEQ);
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuStreamWaitValue64", rc);
+    }
+
+    Status mark(Ticket *t) override {
+        t->pending = nullptr;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        return record(t);
+    }
+
+    Status open_lane(LanePtr *lane) override {
+        lane->reset();
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        std::unique_ptr<CudaDomain> l(new CudaDomain(d_, device_));
+        l->parent_ = this;
+        l->dev_ = dev_;
+        l->ctx_ = ctx_;
+        l->load_failed_ = load_failed_;
+        l->stream_flags_ = stream_flags_;
+        const cu::CUresult rc = d_.StreamCreate(&l->stream_, cu::STREAM_NON_BLOCKING);  // follow_application
+        if (rc != cu::SUCCESS) {
+            l->parent_ = nullptr;  // nothing of its own to release
+            return device_error("cuStreamCreate", rc);
+        }
+        lane->reset(l.release());
+        return STRATA_OK;
+    }
+
+    Status follow_application() override {
+        if (parent_ == nullptr) return STRATA_OK;  // the GPU's own stream is a blocking one
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        Ticket t;
+        STRATA_CHECK(record(&t, nullptr));  // on the legacy default stream
+        cu::CUevent ev = static_cast<cu::CUevent>(t.pending);
+        const cu::CUresult rc = d_.StreamWaitEvent(stream_, ev, 0);
+        put_event(ev);  // the wait took the event's record as it is now
+        return rc == cu::SUCCESS ? STRATA_OK : device_error("cuStreamWaitEvent", rc);
+    }
+
     Status ipc_describe(const void *p, IpcRef *ref) override {
         if (p == nullptr) return STRATA_ERR_UNSUPPORTED;  // a rank with nothing to give
         unsigned long long id = 0, start = 0, size = 0;
@@ -445,6 +538,7 @@ private:
     // The function of kKernels[k], loading the module (once per domain) and looking the
     // kernel up (once per kernel) on first use. Needs the context current.
     Status kernel(int k, cu::CUfunction *f) {
+        if (parent_ != nullptr) return parent_->kernel(k, f);  // a lane: its GPU domain's module
         if ((*f = fns_[k].load(std::memory_order_acquire)) != nullptr) return STRATA_OK;
         std::lock_guard<std::mutex> g(mod_mu_);
         if ((*f = fns_[k].load(std::memory_order_relaxed)) != nullptr) return STRATA_OK;
@@ -489,6 +583,15 @@ private:
         return true;
     }
 
+    // Stream memory operations on flags in registered host memory: the driver has the
+    // 64-bit wait and write and host registration, and the GPU says it can use them.
+    bool probe_stream_flags() const {
+        if (!d_.StreamWaitValue64 || !d_.StreamWriteValue64 || !d_.MemHostRegister || !d_.MemHostUnregister)
+            return false;
+        int can = 0;
+        return d_.DeviceGetAttribute(&can, cu::ATTR_CAN_USE_64_BIT_STREAM_MEM_OPS, dev_) == cu::SUCCESS && can == 1;
+    }
+
     bool bad(std::string *why, const char *call, cu::CUresult rc) const {
         *why = d_.error(call, rc);
         return false;
@@ -529,8 +632,10 @@ private:
         Status status_ = STRATA_OK;
     };
 
-    // Records a (pooled) event after the work just queued; the ticket holds it.
-    Status record(Ticket *t) {
+    // Records a (pooled) event after the work just queued on stream `on` (the domain's
+    // by default); the ticket holds it.
+    Status record(Ticket *t) { return record(t, stream_); }
+    Status record(Ticket *t, cu::CUstream on) {
         cu::CUevent ev = nullptr;
         {
             std::lock_guard<std::mutex> g(mu_);
@@ -542,7 +647,7 @@ private:
         cu::CUresult rc;
         if (ev == nullptr && (rc = d_.EventCreate(&ev, cu::EVENT_DISABLE_TIMING)) != cu::SUCCESS)
             return device_error("cuEventCreate", rc);
-        if ((rc = d_.EventRecord(ev, stream_)) != cu::SUCCESS) {
+        if ((rc = d_.EventRecord(ev, on)) != cu::SUCCESS) {
             put_event(ev);
             return device_error("cuEventRecord", rc);
         }
@@ -557,6 +662,8 @@ private:
 
     const cu::Driver &d_;
     const int device_;
+    CudaDomain *parent_ = nullptr;  // a lane: the GPU's domain it was opened from
+    bool stream_flags_ = false;
     char name_[16];
     cu::CUdevice dev_ = 0;
     cu::CUcontext ctx_ = nullptr;

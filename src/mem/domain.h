@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common.h"
@@ -51,6 +52,10 @@ struct Ticket {
     void *pending = nullptr;  // domain-specific handle (an event); nullptr = complete
 };
 
+class MemDomain;
+// A domain's stream of its own (MemDomain::open_lane), released with the lane.
+using LanePtr = std::unique_ptr<MemDomain>;
+
 // reduce: dst[i] = op(srcs[0][i], srcs[1][i], ..., srcs[nsrc-1][i]) in that order
 // for i < count. dst may be one of the sources; it must not partially overlap any.
 // An exported device allocation, as CUDA IPC hands it to another process.
@@ -81,6 +86,8 @@ public:
     // Loads what the domain needs before its first copy or reduction (a GPU's
     // reduction kernels), so that a failure shows at setup, where ranks agree on it.
     virtual Status prepare() { return STRATA_OK; }
+    // t == nullptr (device domains): queued with no ticket; its completion is learnt
+    // from a later mark() (work chained on the stream, engine.h).
     virtual Status copy(void *dst, const void *src, size_t bytes, Ticket *t) = 0;
     virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                           strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;
@@ -107,6 +114,50 @@ public:
         return STRATA_ERR_UNSUPPORTED;
     }
     virtual void ipc_close(void *p) { (void)p; }
+
+    // Stream memory operations: node-wide flags ordered by the GPU's stream itself, so
+    // that a call's device work and its flag rounds are queued once (engine.h, "work
+    // chained on the stream"). stream_flags(): whether the GPU can (decided once, at
+    // the domain's creation: the driver's entry points and the device attribute).
+    virtual bool stream_flags() const { return false; }
+    // Makes [p, p + bytes) (host memory, page-aligned) reachable by the GPU's stream
+    // operations (cuMemHostRegister, DEVICEMAP); unregister_flags(p) undoes it.
+    virtual Status register_flags(void *p, size_t bytes) {
+        (void)p, (void)bytes;
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    virtual void unregister_flags(void *p) { (void)p; }
+    // Queued on the stream: signal_flag stores value into *flag once the work queued
+    // before it has completed; wait_flag holds the work queued after it until *flag has
+    // reached value (flag_reached, engine.h: serial numbers). flag lies in memory
+    // given to register_flags.
+    virtual Status signal_flag(uint64_t *flag, uint64_t value) {
+        (void)flag, (void)value;
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    virtual Status wait_flag(const uint64_t *flag, uint64_t value) {
+        (void)flag, (void)value;
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    // A ticket that completes once everything queued so far on the stream has.
+    virtual Status mark(Ticket *t) {
+        t->pending = nullptr;
+        return STRATA_OK;
+    }
+    // A domain of the same GPU (same context, memory and kernels) with a stream of its
+    // own: work that may wait on a flag holds up only what is queued behind it on its
+    // own lane, never another team's work. The lane outlives nothing it queued:
+    // releasing it waits for its stream.
+    virtual Status open_lane(LanePtr *lane) {
+        lane->reset();
+        return STRATA_ERR_UNSUPPORTED;
+    }
+    // A lane's stream is a non-blocking one: the legacy default stream does not wait
+    // for it (an application's cudaMemcpy must not wait for a flag of its peers, who may
+    // wait for this rank elsewhere). follow_application() orders what is queued next on
+    // the lane after what the application queued on the legacy default stream before
+    // (an event recorded there and waited for by the lane), as a blocking stream would.
+    virtual Status follow_application() { return STRATA_OK; }
     // Where p lies in its device allocation (ref's base, buffer_id and offset; not the
     // handle, which ipc_export of base gives). Cheap: one pointer query. Unsupported
     // where p's memory cannot be shared through CUDA IPC (host, managed, or memory

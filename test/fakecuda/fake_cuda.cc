@@ -64,6 +64,11 @@
 //    stream waits and writes, host waits, device bytes read and written, per process,
 //    counted where each operation is issued, so a test can bound what a collective asks
 //    of the GPU without timing it.
+//  - Stream memory operations (cuStreamWaitValue32/64, cuStreamWriteValue32/64) run in
+//    the stream's worker in order: a wait holds the worker, and so everything queued
+//    behind it, until the word meets the condition (GEQ: the cyclic (signed)(word -
+//    value) >= 0); CAN_USE_64_BIT_STREAM_MEM_OPS reads 1, or 0 with
+//    FAKECUDA_STREAM_MEMOPS=0 (a GPU without them).
 // FAKECUDA_DEVICES (default 1; 0 means no GPU) sets the GPU count; FAKECUDA_IPC_SELF=1 lets a
 // process open its own IPC handles (see cuIpcOpenMemHandle); FAKECUDA_VERBOSE=1 says why
 // an image or an IPC open was refused, =2 also every IPC map, unmap and device free, on
@@ -864,12 +869,13 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int *v, int attrib, CUdevice d) {
         {40, 3}, {41, 1}, {75, 9}, {76, 0},              // copy engines, UVA, compute capability 9.0
         {83, 1}, {89, 1}, {91, 1}, {99, 1},              // managed (+concurrent), registered host ptr, register
         {102, 1}, {115, 1},                              // virtual memory management, memory pools
-        {123, 1}, {125, 1},                              // stream wait NOR, IPC events
+        {122, 1}, {123, 1}, {125, 1},                    // 64-bit stream memory ops, wait NOR, IPC events
     };
     *v = attrib == 33 ? 0x18 + d : 0;  // PCI_BUS_ID; PCI_DEVICE_ID (34) and PCI_DOMAIN_ID (50) are 0
     if (attrib == 20) *v = compute_mode();  // COMPUTE_MODE
     for (const auto &kv : kValues)
         if (kv[0] == attrib) *v = kv[1];
+    if (attrib == 122 && env_int("FAKECUDA_STREAM_MEMOPS", 1, 0, 1) == 0) *v = 0;  // a GPU without them
     return OK;
 }
 
