@@ -124,6 +124,17 @@ StepId Schedule::reduce_late(MemDomain &dom, void *dst, const std::vector<LateSr
     return id;
 }
 
+StepId Schedule::reduce_multi_late(MemDomain &dom, const std::vector<LateSrc> &dsts,
+                                   const std::vector<LateSrc> &srcs, size_t count, strata_dtype_t dtype,
+                                   strata_op_t op, const Deps &deps) {
+    std::vector<LateSrc> all(srcs);
+    all.insert(all.end(), dsts.begin(), dsts.end());
+    const StepId id = reduce_late(dom, nullptr, all, count, dtype, op, deps);
+    steps_[id].src_count = uint32_t(srcs.size());
+    steps_[id].dst_count = uint32_t(dsts.size());
+    return id;
+}
+
 StepId Schedule::poll(PollFn fn, const Deps &deps) {
     Step s{};
     s.kind = Kind::Poll;
@@ -233,17 +244,25 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
             }
             case Kind::Reduce: {
                 const void *const *srcs = &srcs_[s.src_begin];
+                const uint32_t n = s.src_count + s.dst_count;
                 bool late = false;
-                for (uint32_t k = 0; k < s.src_count; ++k) late = late || src_bases_[s.src_begin + k] != nullptr;
+                for (uint32_t k = 0; k < n; ++k) late = late || src_bases_[s.src_begin + k] != nullptr;
                 if (late) {
-                    late_srcs_.assign(srcs, srcs + s.src_count);
-                    for (uint32_t k = 0; k < s.src_count; ++k)
+                    late_srcs_.assign(srcs, srcs + n);
+                    for (uint32_t k = 0; k < n; ++k)
                         if (const char *const *b = src_bases_[s.src_begin + k])
                             late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
                     srcs = late_srcs_.data();
                 }
-                STRATA_CHECK(s.dom->reduce(s.dst, srcs, static_cast<int>(s.src_count), s.n, s.dtype, s.op,
-                                           &s.ticket));
+                if (s.dst_count == 0) {
+                    STRATA_CHECK(s.dom->reduce(s.dst, srcs, static_cast<int>(s.src_count), s.n, s.dtype, s.op,
+                                               &s.ticket));
+                    break;
+                }
+                late_dsts_.clear();
+                for (uint32_t k = s.src_count; k < n; ++k) late_dsts_.push_back(const_cast<void *>(srcs[k]));
+                STRATA_CHECK(s.dom->reduce_multi(late_dsts_.data(), static_cast<int>(s.dst_count), srcs,
+                                                 static_cast<int>(s.src_count), s.n, s.dtype, s.op, &s.ticket));
                 break;
             }
             case Kind::Poll:
