@@ -28,6 +28,7 @@ struct Post {
     int empty;
     int opened;  // this rank mapped every peer's buffer
     IpcRef ref;
+    IpcRef out;  // its output, where the call maps outputs too
 };
 static_assert(2 * sizeof(Post) <= ShmChannel::kMailboxBytes, "mailbox too small");
 Post *post_of(char *mailbox, uint64_t n) { return reinterpret_cast<Post *>(mailbox) + n % 2; }
@@ -310,13 +311,14 @@ bool NodeChannel::close_device(const Layout &l, uint64_t tries, int wait_seconds
     return all_closed;
 }
 
-Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty) {
+Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty, const void *out) {
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->call = n;
     mine->opened = 0;
     mine->empty = empty;
     mine->posted = empty || ipc_.describe(dom, buf, &mine->ref) == STRATA_OK;
+    if (out != nullptr) mine->posted = mine->posted && ipc_.describe(dom, out, &mine->out) == STRATA_OK;
     // Peers' streams are not ordered after this process's: the buffer must be final
     // (work the application queued on the legacy stream included) before they read it.
     if (mine->posted && !empty) STRATA_CHECK(dom.settle());
@@ -324,7 +326,7 @@ Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bo
 }
 
 Status NodeChannel::open_peers(uint64_t n, int me, int local_size, MemDomain &dom,
-                               std::vector<const char *> *bufs) {
+                               std::vector<const char *> *bufs, std::vector<const char *> *outs) {
     // A buffer that could not be posted anywhere on the node: it copies anyway, map nothing.
     bool ok = true;
     for (int i = 0; i < local_size && ok; ++i) {
@@ -337,6 +339,10 @@ Status NodeChannel::open_peers(uint64_t n, int me, int local_size, MemDomain &do
         char *mapped = nullptr;
         ok = ipc_.map(dom, i, p->ref, &mapped) == STRATA_OK;
         (*bufs)[size_t(i)] = mapped;
+        if (ok && outs != nullptr) {
+            ok = ipc_.map(dom, i, p->out, &mapped) == STRATA_OK;
+            (*outs)[size_t(i)] = mapped;
+        }
     }
     post_of(shm_.mailbox(me), n)->opened = ok;
     return STRATA_OK;

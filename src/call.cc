@@ -67,20 +67,23 @@ StepId Call::stage_free(uint64_t seg, const Deps &deps) {
     return wait_all(kFlagDone, seg - Team::kStages + 1, -1, deps);
 }
 
-StepId Call::map_peers(const void *buf, size_t bytes, int source) {
+StepId Call::map_peers(const void *buf, size_t bytes, int source, void *out) {
     const int L = team_.layout().my_local_size(), me = team_.layout().my_local();
     peer_bufs_.assign(size_t(L), nullptr);
     peer_bufs_[size_t(me)] = static_cast<const char *>(buf);
+    peer_outs_.assign(size_t(L), nullptr);
+    peer_outs_[size_t(me)] = static_cast<const char *>(out);
     // Posted after the copies in (the schedule's entry), since peers read what is posted.
-    const StepId posted = sched_.poll([this, buf, bytes, source](bool *done, bool *) {
+    const StepId posted = sched_.poll([this, buf, bytes, source, out](bool *done, bool *) {
         *done = true;
-        return team_.post_buffer(number_, buf, bytes, source);
+        return team_.post_buffer(number_, buf, bytes, source, out);
     });
     const StepId all_posted = wait_all(kFlagPosted, 1, me, {sched_.signal(team_.flag(me, kFlagPosted), 1, {posted})});
     const StepId opened = sched_.poll(
         [this](bool *done, bool *) {
             *done = true;
-            return team_.open_peers(number_, &peer_bufs_);
+            return team_.open_peers(number_, &peer_bufs_, peer_outs_[size_t(team_.layout().my_local())] != nullptr
+                                                               ? &peer_outs_ : nullptr);
         },
         {all_posted});
     const StepId all_opened = wait_all(kFlagPosted, 2, me, {sched_.signal(team_.flag(me, kFlagPosted), 2, {opened})});

@@ -128,9 +128,13 @@ public:
     // deciding step: its outcome is true when every rank of the node mapped, and then
     // peer(i, offset) reads local rank i's buffer in place; else the call goes through
     // the stage slots. Build both branches (Schedule::when); a rank must not return
-    // before every local peer has read its buffer.
-    StepId map_peers(const void *buf, size_t bytes, int source = -1);
+    // before every local peer has read its buffer. out (optional): this rank's output
+    // of the call, mapped the same way for peers that write into it (peer_out: the
+    // fused node kernels); a rank must not return before every local peer has written
+    // it.
+    StepId map_peers(const void *buf, size_t bytes, int source = -1, void *out = nullptr);
     LateSrc peer(int local, size_t offset) const { return LateSrc{&peer_bufs_[size_t(local)], offset}; }
+    LateSrc peer_out(int local, size_t offset) const { return LateSrc{&peer_outs_[size_t(local)], offset}; }
     // Whether the last run read node peers' buffers in place.
     bool mapped() const { return mapped_; }
 
@@ -159,6 +163,7 @@ private:
     uint64_t seg_seq_ = 0;
     bool mapped_ = false;
     std::vector<const char *> peer_bufs_;  // sized once per build: LateSrc bases point into it
+    std::vector<const char *> peer_outs_;  // the same for the outputs (map_peers' out)
     Schedule sched_;
     Buffer scratch_, scratch2_;
     std::unique_ptr<BufferCopies> copies_;

@@ -124,6 +124,17 @@ StepId Schedule::reduce_late(MemDomain &dom, void *dst, const std::vector<LateSr
     return id;
 }
 
+StepId Schedule::reduce_multi_late(MemDomain &dom, const std::vector<LateSrc> &dsts,
+                                   const std::vector<LateSrc> &srcs, size_t count, strata_dtype_t dtype,
+                                   strata_op_t op, const Deps &deps) {
+    std::vector<LateSrc> all(srcs);
+    all.insert(all.end(), dsts.begin(), dsts.end());
+    const StepId id = reduce_late(dom, nullptr, all, count, dtype, op, deps);
+    steps_[id].src_count = uint32_t(srcs.size());
+    steps_[id].dst_count = uint32_t(dsts.size());
+    return id;
+}
+
 StepId Schedule::poll(PollFn fn, const Deps &deps) {
     Step s{};
     s.kind = Kind::Poll;
@@ -231,21 +242,9 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
                 STRATA_CHECK(s.dom->copy(s.dst, src, s.n, &s.ticket));
                 break;
             }
-            case Kind::Reduce: {
-                const void *const *srcs = &srcs_[s.src_begin];
-                bool late = false;
-                for (uint32_t k = 0; k < s.src_count; ++k) late = late || src_bases_[s.src_begin + k] != nullptr;
-                if (late) {
-                    late_srcs_.assign(srcs, srcs + s.src_count);
-                    for (uint32_t k = 0; k < s.src_count; ++k)
-                        if (const char *const *b = src_bases_[s.src_begin + k])
-                            late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
-                    srcs = late_srcs_.data();
-                }
-                STRATA_CHECK(s.dom->reduce(s.dst, srcs, static_cast<int>(s.src_count), s.n, s.dtype, s.op,
-                                           &s.ticket));
+            case Kind::Reduce:
+                STRATA_CHECK(issue_reduce(s, *s.dom, &s.ticket));
                 break;
-            }
             case Kind::Poll:
                 break;
             case Kind::Send:
@@ -543,6 +542,27 @@ void Schedule::choose_lane_steps() {
     }
 }
 
+// Issues reduce step s on dom (its own domain, or the lane): its sources and late
+// destinations resolved where they are known only at run time, one fold into dst or,
+// with destinations (reduce_multi_late), into every one of them. t: nullptr on the lane.
+Status Schedule::issue_reduce(const Step &s, MemDomain &dom, Ticket *t) {
+    const void *const *srcs = &srcs_[s.src_begin];
+    const uint32_t n = s.src_count + s.dst_count;
+    bool late = false;
+    for (uint32_t k = 0; k < n; ++k) late = late || src_bases_[s.src_begin + k] != nullptr;
+    if (late) {
+        late_srcs_.assign(srcs, srcs + n);
+        for (uint32_t k = 0; k < n; ++k)
+            if (const char *const *b = src_bases_[s.src_begin + k]) late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
+        srcs = late_srcs_.data();
+    }
+    if (s.dst_count == 0) return dom.reduce(s.dst, srcs, static_cast<int>(s.src_count), s.n, s.dtype, s.op, t);
+    late_dsts_.clear();
+    for (uint32_t k = s.src_count; k < n; ++k) late_dsts_.push_back(const_cast<void *>(srcs[k]));
+    return dom.reduce_multi(late_dsts_.data(), static_cast<int>(s.dst_count), srcs, static_cast<int>(s.src_count),
+                            s.n, s.dtype, s.op, t);
+}
+
 // A dependency that no longer holds up a step queued on the lane: done, or queued
 // there before it (the stream runs in order).
 bool Schedule::queued_or_done(const Step &s) const {
@@ -559,16 +579,9 @@ Status Schedule::queue(StepId id, bool *moved) {
             STRATA_CHECK(chain_lane_->copy(s.dst, src, s.n, nullptr));
             break;
         }
-        case Kind::Reduce: {
-            const void *const *srcs = &srcs_[s.src_begin];
-            late_srcs_.assign(srcs, srcs + s.src_count);
-            for (uint32_t k = 0; k < s.src_count; ++k)
-                if (const char *const *b = src_bases_[s.src_begin + k])
-                    late_srcs_[k] = *b + reinterpret_cast<size_t>(srcs[k]);
-            STRATA_CHECK(chain_lane_->reduce(s.dst, late_srcs_.data(), static_cast<int>(s.src_count), s.n, s.dtype,
-                                             s.op, nullptr));
+        case Kind::Reduce:
+            STRATA_CHECK(issue_reduce(s, *chain_lane_, nullptr));
             break;
-        }
         case Kind::Signal:
             STRATA_CHECK(chain_lane_->signal_flag(s.flag, num_.base + s.value));
             break;

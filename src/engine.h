@@ -124,6 +124,11 @@ public:
     StepId copy_late(MemDomain &dom, void *dst, LateSrc src, size_t bytes, const Deps &deps = {});
     StepId reduce_late(MemDomain &dom, void *dst, const std::vector<LateSrc> &srcs, size_t count,
                        strata_dtype_t dtype, strata_op_t op, const Deps &deps = {});
+    // The fused node kernel (MemDomain::reduce_multi): srcs folded once and stored into
+    // every one of dsts, all of them addresses known at run time (a LateSrc names
+    // where a destination lies too: a node peer's output, mapped by an earlier step).
+    StepId reduce_multi_late(MemDomain &dom, const std::vector<LateSrc> &dsts, const std::vector<LateSrc> &srcs,
+                             size_t count, strata_dtype_t dtype, strata_op_t op, const Deps &deps = {});
 
     // Work of the caller's as a step: fn is called once its dependencies are done,
     // then again each time the engine polls it, until it sets *done; it may set
@@ -185,6 +190,7 @@ private:
         uint64_t value;
         uint32_t dep_begin, dep_count;
         uint32_t src_begin, src_count;
+        uint32_t dst_count;       // reduce: 0, one destination (dst); else that many in srcs_ after the sources
         const char *const *late;  // copy: src is an offset from *late (LateSrc)
         StepId cond;              // runs only if step cond's outcome is want (when())
         bool want, outcome;
@@ -199,6 +205,7 @@ private:
     void choose_lane_steps();
     bool queued_or_done(const Step &s) const;
     Status queue(StepId id, bool *moved);
+    Status issue_reduce(const Step &s, MemDomain &dom, Ticket *t);
     Status issue_chained(bool *moved);
     Status poll_batches(bool *moved);
     void release(StepId id);
@@ -211,6 +218,7 @@ private:
     std::vector<const char *const *> src_bases_;  // per srcs_ entry: LateSrc base or nullptr
     std::vector<PollFn> polls_;
     std::vector<const void *> late_srcs_;         // reduce operands resolved at start
+    std::vector<void *> late_dsts_;               // reduce_multi_late destinations resolved at start
     StepId cond_ = kNoStep;
     bool cond_want_ = false;
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;

@@ -514,13 +514,13 @@ bool Team::zero_copy(size_t bytes) const {
 
 // The three parts of reading node peers' buffers in place, run as poll steps of the
 // call's schedule (Call::map_peers), with POSTED flags between them.
-Status Team::post_buffer(uint64_t n, const void *buf, size_t bytes, int source) {
+Status Team::post_buffer(uint64_t n, const void *buf, size_t bytes, int source, const void *out) {
     const int me = layout_.my_local();
-    return node_.post(n, me, *dom_, buf, bytes == 0 || (source >= 0 && source != me));
+    return node_.post(n, me, *dom_, buf, bytes == 0 || (source >= 0 && source != me), out);
 }
 
-Status Team::open_peers(uint64_t n, std::vector<const char *> *bufs) {
-    return node_.open_peers(n, layout_.my_local(), layout_.my_local_size(), *dom_, bufs);
+Status Team::open_peers(uint64_t n, std::vector<const char *> *bufs, std::vector<const char *> *outs) {
+    return node_.open_peers(n, layout_.my_local(), layout_.my_local_size(), *dom_, bufs, outs);
 }
 
 bool Team::all_opened(uint64_t n) const {

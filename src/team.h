@@ -215,8 +215,10 @@ public:
     // through the cache into (*bufs)[i]; all_opened, once every local rank has opened,
     // says whether every rank of the node could (the same answer on all of them).
     // If not, the call copies through the stage slots.
-    Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source);
-    Status open_peers(uint64_t n, std::vector<const char *> *bufs);
+    // out (optional, the same on every rank of the node): this rank's output as well,
+    // mapped into (*outs)[i].
+    Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source, const void *out = nullptr);
+    Status open_peers(uint64_t n, std::vector<const char *> *bufs, std::vector<const char *> *outs = nullptr);
     bool all_opened(uint64_t n) const;
 
     // A call served with algorithm alg of coll's table (named name): counted, and

@@ -22,6 +22,12 @@
 // peer's buffer, and reads it before raising SLICE, which every rank waits for before
 // it copies slice t out: so no rank returns (and frees or reuses its buffer) while a
 // peer still reads it, and in place is safe too.
+//
+// On one node the ranks map each other's receive buffers as well, and the node phase
+// is fused (NodeInputs::reduce_into_all): per segment, local rank j's one kernel reads
+// slice j of every input and writes the sum into every rank's output, 2 x S device
+// bytes per rank instead of (3L+1)/L x S, and one launch per segment instead of L + 1.
+// Where a buffer cannot be mapped (host memory), the slots as above.
 #include "algo/algo.h"
 #include "algo/node_inputs.h"
 
@@ -29,6 +35,22 @@ namespace strata {
 
 namespace {
 constexpr size_t kAloneSegmentBytes = size_t(4) << 20;
+
+// The fused branch (one node, every buffer mapped): one kernel per segment, then a
+// wait for every local rank's DONE of the last segment (return safety, node_inputs.h).
+void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg) {
+    Schedule &s = c.schedule();
+    const Layout &l = c.team().layout();
+    const int L = l.my_local_size(), j = l.my_local();
+    s.when(inputs.decided(), true);
+    StepId done = kNoStep;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const Split sp = split(sg.length(k), size_t(L), size_t(j));
+        done = inputs.reduce_into_all(sg.first + k, sg.offset(k) + sp.offset, sp.length, a.op, {inputs.decided()});
+    }
+    if (done != kNoStep) c.wait_all(kFlagDone, sg.first + sg.n, j, {done});
+    s.always();
+}
 }  // namespace
 
 Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
@@ -55,7 +77,16 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
     char *tmp = c.scratch(size_t(Team::kStages) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
-    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, L > 1 && team.zero_copy(a.bytes()));
+    const bool in_place = L > 1 && team.zero_copy(a.bytes());
+    // Agreed: the layout and zero_copy() are, and so is whether every rank mapped.
+    const bool fused = in_place && l.nnodes() == 1;
+    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, in_place, fused ? rbuf : nullptr);
+    NodeInputs slots(c, sbuf, a.bytes(), a.dtype, false);
+    NodeInputs &inputs = fused ? slots : mapped;
+    if (fused) {
+        build_fused(c, a, mapped, sg);
+        s.when(mapped.decided(), false);  // the slots below
+    }
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -92,6 +123,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
         }
         gather_slices(c, g, off, cnt, off, off + cnt, rbuf + off * es, es, mine);
     }
+    s.always();
     return STRATA_OK;
 }
 

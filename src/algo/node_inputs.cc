@@ -6,9 +6,9 @@
 
 namespace strata {
 
-NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place)
+NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place, void *out)
     : c_(c), buf_(static_cast<const char *>(buf)), dtype_(dtype), es_(strata_dtype_size(dtype)) {
-    if (try_in_place) decided_ = c.map_peers(buf, bytes);
+    if (try_in_place) decided_ = c.map_peers(buf, bytes, -1, out);
 }
 
 StepId NodeInputs::publish(uint64_t g, size_t off, size_t cnt, StepId free) {
@@ -18,7 +18,7 @@ StepId NodeInputs::publish(uint64_t g, size_t off, size_t cnt, StepId free) {
     if (decided_ != kNoStep) s.when(decided_, false);
     const StepId copied = s.copy(team.domain(), team.slot(j, g, 0), buf_ + off * es_, cnt * es_, {free});
     const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-    s.always();
+    if (decided_ != kNoStep) s.always();
     return decided_ == kNoStep ? raised : s.join({raised, free, decided_});
 }
 
@@ -28,7 +28,7 @@ StepId NodeInputs::ready(uint64_t g, size_t off, size_t cnt, StepId free) {
     const StepId published = publish(g, off, cnt, free);
     if (decided_ != kNoStep) s.when(decided_, false);
     const StepId slots = c_.wait_all(kFlagReady, g + 1, j, {published});
-    s.always();
+    if (decided_ != kNoStep) s.always();
     return decided_ == kNoStep ? slots : s.join({slots, published});
 }
 
@@ -48,6 +48,19 @@ StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n
     const StepId in_place = s.reduce_late(team.domain(), dst, peers, n, dtype_, op, deps);
     s.always();
     return s.join({through_slots, in_place});
+}
+
+StepId NodeInputs::reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps) {
+    Schedule &s = c_.schedule();
+    Team &team = c_.team();
+    const int L = team.layout().my_local_size(), j = team.layout().my_local();
+    std::vector<LateSrc> ins, outs;
+    for (int r = 0; r < L; ++r) {
+        ins.push_back(c_.peer(r, lo * es_));
+        outs.push_back(c_.peer_out(r, lo * es_));
+    }
+    const StepId red = s.reduce_multi_late(team.domain(), outs, ins, n, dtype_, op, deps);
+    return s.signal(team.flag(j, kFlagDone), g + 1, {red});
 }
 
 StepId gather_slices(Call &c, uint64_t g, size_t off, size_t cnt, size_t lo, size_t hi, char *dst, size_t es,

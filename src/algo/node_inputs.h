@@ -17,6 +17,16 @@
 // passed its own end of the call (the builder must keep that wait: SLICE before DONE,
 // and after the last segment a wait for every local rank's last SLICE where the
 // rank's results do not already depend on it).
+//
+// The fused node phase (reduce_into_all; a call of one node whose outputs are mapped
+// too): local rank j reduces slice j of every local input once and stores it into
+// every local rank's output, one kernel per segment, then raises DONE of the segment.
+// No slot is used and segments touch disjoint elements, so nothing orders one
+// segment after another. Return safety: a rank's input is read, and its output
+// written, only by its peers' kernels, each of which ends before that peer raises
+// DONE of its segment; DONE is raised in segment order, so the builder ends the call
+// with a wait for every local rank's DONE of the last segment, after which no peer
+// touches this rank's buffers.
 #ifndef STRATA_ALGO_NODE_INPUTS_H
 #define STRATA_ALGO_NODE_INPUTS_H
 
@@ -27,8 +37,11 @@ namespace strata {
 class NodeInputs {
 public:
     // buf: this rank's input of the call (count elements of dtype). try_in_place:
-    // whether to map peers (team.zero_copy() said so, the same on the node).
-    NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place);
+    // whether to map peers (team.zero_copy() said so, the same on the node). out
+    // (the same choice on every rank of the node): this rank's output, mapped for
+    // reduce_into_all too.
+    NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place,
+               void *out = nullptr);
 
     // Publishes this rank's elements [off, off + cnt) of segment g for its node
     // peers once `free` (the stage of g is free) completes: through the slots, a copy
@@ -43,6 +56,13 @@ public:
     StepId reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n, strata_op_t op, const Deps &deps);
     // Whether peers may be read in place (the decision is made while the call runs).
     bool maybe_in_place() const { return decided_ != kNoStep; }
+    // The step that decides it (its outcome: every rank of the node mapped), or kNoStep.
+    StepId decided() const { return decided_; }
+    // The fused node phase (above; only where out was mapped, under
+    // when(decided(), true)): elements [lo, lo + n) of every local input reduced once
+    // into the same elements of every local output, after deps; then DONE of g.
+    // Returns the DONE signal.
+    StepId reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps);
 
 private:
     Call &c_;

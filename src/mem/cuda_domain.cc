@@ -180,15 +180,53 @@ public:
     Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,
                   strata_op_t op, Ticket *t) override {
         if (t != nullptr) t->pending = nullptr;
+        if (count == 0) return STRATA_OK;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        STRATA_CHECK(queue_reduce(dst, srcs, nsrc, count, dtype, op));
+        return t != nullptr ? record(t) : STRATA_OK;
+    }
+
+    // One launch where it can (at most kMaxDsts destinations, kMaxSrcs sources, all
+    // aligned for the type: a node's fused kernel); else the reduction into dsts[0]
+    // and a copy from it to each other destination, queued in that order.
+    Status reduce_multi(void *const *dsts, int ndst, const void *const *srcs, int nsrc, size_t count,
+                        strata_dtype_t dtype, strata_op_t op, Ticket *t) override {
+        if (t != nullptr) t->pending = nullptr;
+        if (ndst < 1 || nsrc < 1) return STRATA_ERR_ARG;
+        if (count == 0) return STRATA_OK;
+        const int k = kern::kernel_index(dtype, op);
+        const size_t align = elem_align(dtype);
+        bool one = k >= 0 && ndst <= kern::kMaxDsts && nsrc <= kern::kMaxSrcs;
+        kern::Dsts d{};
+        for (int j = 0; j < ndst && one; ++j) {
+            one = reinterpret_cast<uintptr_t>(dsts[j]) % align == 0;
+            d.p[j] = dsts[j];
+        }
+        for (int j = 0; j < nsrc && one; ++j) one = reinterpret_cast<uintptr_t>(srcs[j]) % align == 0;
+        Scope scope(*this);
+        STRATA_CHECK(scope.status());
+        if (one) {
+            cu::CUfunction f = nullptr;
+            STRATA_CHECK(kernel(k, &f));
+            STRATA_CHECK(fold(f, k, d, ndst, nullptr, srcs, nsrc, count));
+            return t != nullptr ? record(t) : STRATA_OK;
+        }
+        STRATA_CHECK(queue_reduce(dsts[0], srcs, nsrc, count, dtype, op));
+        for (int j = 1; j < ndst; ++j) STRATA_CHECK(enqueue_copy(dsts[j], dsts[0], count * strata_dtype_size(dtype)));
+        return t != nullptr ? record(t) : STRATA_OK;
+    }
+
+private:
+    // Queues the reduction of count > 0 elements (reduce()), with the context current.
+    Status queue_reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,
+                        strata_op_t op) {
         const int k = kern::kernel_index(dtype, op);
         if (k < 0) {
             log(1, "%s reduce: no device kernel for %s %s", name_, strata_dtype_name(dtype), strata_op_name(op));
             return STRATA_ERR_UNSUPPORTED;
         }
         if (nsrc < 1) return STRATA_ERR_ARG;
-        if (count == 0) return STRATA_OK;
-        Scope scope(*this);
-        STRATA_CHECK(scope.status());
         cu::CUfunction f = nullptr;
         STRATA_CHECK(kernel(k, &f));
         const size_t bytes = count * strata_dtype_size(dtype), align = elem_align(dtype);
@@ -204,10 +242,7 @@ public:
             acc_needed = acc_needed || (j >= kern::kMaxSrcs && srcs[j] == dst);
         }
         pieces += acc_needed;
-        if (pieces == 0) {
-            STRATA_CHECK(fold(f, k, dst, nullptr, srcs, nsrc, count));
-            return t != nullptr ? record(t) : STRATA_OK;
-        }
+        if (pieces == 0) return fold(f, k, one_dst(dst), 1, nullptr, srcs, nsrc, count);
         char *scratch = nullptr;
         STRATA_CHECK(take_scratch(pieces * piece, &scratch));
         char *next = scratch;
@@ -225,13 +260,13 @@ public:
             next += piece;
         }
         void *acc = acc_needed ? next : nullptr;
-        if (st == STRATA_OK) st = fold(f, k, out, acc, in.data(), nsrc, count);
+        if (st == STRATA_OK) st = fold(f, k, one_dst(out), 1, acc, in.data(), nsrc, count);
         if (st == STRATA_OK && out != dst) st = enqueue_copy(dst, out, bytes);
         give_scratch(scratch);  // later users queue after this work on the same stream
-        if (st != STRATA_OK) return st;
-        return t != nullptr ? record(t) : STRATA_OK;
+        return st;
     }
 
+public:
     Status settle() override {
         Scope scope(*this);
         STRATA_CHECK(scope.status());
@@ -505,12 +540,21 @@ private:
         scratch_size_.erase(it);
     }
 
-    // Queues the launches of kernel f (kKernels[k]) that fold srcs into dst: the first
-    // takes srcs[0..kMaxSrcs), each further one the partial result and up to
+    static kern::Dsts one_dst(void *dst) {
+        kern::Dsts d{};
+        d.p[0] = dst;
+        return d;
+    }
+
+    // Queues the launches of kernel f (kKernels[k]) that fold srcs into d.p[0 .. ndst):
+    // the first takes srcs[0..kMaxSrcs), each further one the partial result and up to
     // kMaxSrcs - 1 more sources, so the order stays MPI's left to right. The partial
-    // results go to acc (dst when null), the last one to dst.
-    Status fold(cu::CUfunction f, int k, void *dst, void *acc, const void *const *srcs, int nsrc, size_t count) {
-        if (acc == nullptr) acc = dst;
+    // results go to acc (d.p[0] when null), the last one to every destination.
+    Status fold(cu::CUfunction f, int k, const kern::Dsts &d, int ndst, void *acc, const void *const *srcs, int nsrc,
+                size_t count) {
+        if (acc == nullptr) acc = d.p[0];
+        const kern::Dsts partial = one_dst(acc);
+        int one = 1;
         unsigned long long n = count;
         // Sized by 16-byte vectors (kernel_body.h); past kMaxBlocks the threads loop.
         const unsigned long long threads = kern::launch_threads(count, strata_dtype_size(kern::kKernels[k].dtype));
@@ -522,8 +566,10 @@ private:
             int m = 0;
             if (done > 0) s.p[m++] = acc;
             while (m < kern::kMaxSrcs && done < nsrc) s.p[m++] = srcs[done++];
-            void *out = done == nsrc ? dst : acc;
-            void *params[] = {&out, &s, &m, &n};
+            const bool last = done == nsrc;
+            kern::Dsts out = last ? d : partial;
+            int nout = last ? ndst : one;
+            void *params[] = {&out, &nout, &s, &m, &n};
             const cu::CUresult rc =
                 d_.LaunchKernel(f, blocks, 1, 1, kern::kThreads, 1, 1, 0, stream_, params, nullptr);
             if (rc != cu::SUCCESS) {

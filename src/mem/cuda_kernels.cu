@@ -51,14 +51,17 @@ template <> struct functor<STRATA_OP_MINLOC> { using type = ops::Minloc; };
 // One launch: every thread of the grid does its share (kernel_body.h, where the split
 // and the 16-byte vectors are explained and tested on the host).
 template <strata_dtype_t D, strata_op_t O>
-__device__ __forceinline__ void reduce(void *dst, const Srcs &s, int nsrc, unsigned long long count) {
+__device__ __forceinline__ void reduce(const Dsts &d, int ndst, const Srcs &s, int nsrc, unsigned long long count) {
     using T = typename ctype<D>::type;
+    T *dst[kMaxDsts];
     const T *src[kMaxSrcs];
+#pragma unroll
+    for (int k = 0; k < kMaxDsts; ++k) dst[k] = static_cast<T *>(d.p[k]);
 #pragma unroll
     for (int k = 0; k < kMaxSrcs; ++k) src[k] = static_cast<const T *>(s.p[k]);
     const unsigned long long t = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const unsigned long long n = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-    reduce_part<T, typename functor<O>::type>(static_cast<T *>(dst), src, nsrc, count, t, n);
+    reduce_part_multi<T, typename functor<O>::type>(dst, ndst, src, nsrc, count, t, n);
 }
 
 // Checked (on the host side) for every entry of the list.
@@ -77,7 +80,8 @@ constexpr bool listed_right() {
     static_assert(strata::kern::listed_right<strata::kern::names::dt_##t, strata::kern::names::op_##o>(),     \
                   "kernel list: " #t " " #o);                                                                 \
     extern "C" __global__ void __launch_bounds__(strata::kern::kThreads)                                      \
-        strata_reduce_##t##_##o(void *dst, strata::kern::Srcs s, int nsrc, unsigned long long count) {        \
-        strata::kern::reduce<strata::kern::names::dt_##t, strata::kern::names::op_##o>(dst, s, nsrc, count);  \
+        strata_reduce_##t##_##o(strata::kern::Dsts d, int ndst, strata::kern::Srcs s, int nsrc,               \
+                                unsigned long long count) {                                                   \
+        strata::kern::reduce<strata::kern::names::dt_##t, strata::kern::names::op_##o>(d, ndst, s, nsrc, count); \
     }
 STRATA_CUDA_REDUCE_KERNELS(STRATA_KERN_DEFINE)

@@ -11,11 +11,14 @@
 //
 // Every kernel is named strata_reduce_<type>_<op> with strata_dtype_name() and
 // strata_op_name() spellings, e.g. strata_reduce_uint32_sum, and takes
-//   (void *dst, Srcs s, int nsrc, unsigned long long count)
-// computing dst[i] = op(...op(op(s.p[0][i], s.p[1][i]), s.p[2][i])..., s.p[nsrc-1][i])
-// for i < count, 1 <= nsrc <= kMaxSrcs. Each element is read from every source before
-// it is written, so dst may be one of s.p[]. Any grid and block shape is correct (a
-// grid-stride loop); kThreads is what the kernels are tuned for.
+//   (Dsts d, int ndst, Srcs s, int nsrc, unsigned long long count)
+// computing r[i] = op(...op(op(s.p[0][i], s.p[1][i]), s.p[2][i])..., s.p[nsrc-1][i])
+// for i < count, 1 <= nsrc <= kMaxSrcs, and storing it into every d.p[0 .. ndst-1],
+// 1 <= ndst <= kMaxDsts (a node's reduced slice written once into every peer's output,
+// read once from every peer's input: the fused node kernel). Each element is read from
+// every source before it is written, so a destination may be one of s.p[]. Any grid
+// and block shape is correct (a grid-stride loop); kThreads is what the kernels are
+// tuned for.
 //
 // Header-only apart from the fatbin, and needs no CUDA headers: builds without CUDA and
 // the fake driver include it too.
@@ -30,9 +33,13 @@ namespace strata {
 namespace kern {
 
 constexpr int kMaxSrcs = 8;    // sources per launch; the domain folds more in with further launches
+constexpr int kMaxDsts = 8;    // destinations per launch; the domain copies to more
 constexpr int kThreads = 256;  // threads per block (the kernels' __launch_bounds__)
 
-// The second kernel parameter, passed by value.
+// The first and third kernel parameters, passed by value.
+struct Dsts {
+    void *p[kMaxDsts];
+};
 struct Srcs {
     const void *p[kMaxSrcs];
 };

@@ -91,6 +91,17 @@ public:
     virtual Status copy(void *dst, const void *src, size_t bytes, Ticket *t) = 0;
     virtual Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                           strata_dtype_t dtype, strata_op_t op, Ticket *t) = 0;
+    // The fused node kernel: r[i] = op over srcs (as reduce) stored into every one of
+    // dsts[0 .. ndst-1] (this rank's output and node peers' outputs, mapped through
+    // IPC), reading each source once, so a node's reduced slice costs one launch and
+    // count x (nsrc + ndst) elements moved. A destination may be one of the sources;
+    // destinations must not overlap each other. With one source, a copy to many.
+    virtual Status reduce_multi(void *const *dsts, int ndst, const void *const *srcs, int nsrc, size_t count,
+                                strata_dtype_t dtype, strata_op_t op, Ticket *t) {
+        (void)dsts, (void)ndst, (void)srcs, (void)nsrc, (void)count, (void)dtype, (void)op;
+        t->pending = nullptr;
+        return STRATA_ERR_UNSUPPORTED;
+    }
     virtual Status poll(Ticket *t, bool *done) = 0;
     // Returns once the work queued before it on this domain's stream, and so (a GPU's
     // stream being a blocking one) on the application's legacy default stream, has

@@ -68,6 +68,15 @@ public:
         if (count) fn(dst, srcs, nsrc, count);
         return STRATA_OK;
     }
+    // Folded once into dsts[0], which every other destination then copies: every
+    // source is read before any destination but the first is written.
+    Status reduce_multi(void *const *dsts, int ndst, const void *const *srcs, int nsrc, size_t count,
+                        strata_dtype_t dtype, strata_op_t op, Ticket *t) override {
+        if (ndst < 1) return fail(STRATA_ERR_ARG, "host reduce: no destination");
+        STRATA_CHECK(reduce(dsts[0], srcs, nsrc, count, dtype, op, t));
+        for (int d = 1; d < ndst; ++d) copy(dsts[d], dsts[0], count * strata_dtype_size(dtype), t);
+        return STRATA_OK;
+    }
     Status poll(Ticket *t, bool *done) override {
         *done = t->pending == nullptr;
         return STRATA_OK;

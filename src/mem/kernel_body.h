@@ -7,7 +7,8 @@
 //
 // dst[i] = src[0][i] op src[1][i] op ... op src[nsrc-1][i], left to right as MPI folds,
 // for i < count, by threads 0 .. nthreads-1 of a launch (thread = its index in the
-// grid). Every element is read from every source, then written once by one thread, so
+// grid), stored into one destination or into several (reduce_part_multi). Every
+// element is read from every source, then written once by one thread, so
 // dst may alias a source.
 //
 // Speed: a thread moves 16 bytes per operand at a time (one 128-bit load or store) where
@@ -58,31 +59,36 @@ struct alignas(16) Vec16 {
 
 // Element i, folded over every source, stored in dst[i].
 template <class T, class Op>
-STRATA_HD void fold_one(T *dst, const T *const *src, int nsrc, unsigned long long i) {
+STRATA_HD void fold_one(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long i) {
     const Op op{};
     T acc = src[0][i];
     for (int k = 1; k < nsrc; ++k) acc = op(acc, src[k][i]);
-    dst[i] = acc;
+    for (int d = 0; d < ndst; ++d) dst[d][i] = acc;
 }
 
 // Elements [first, end) one at a time, thread t of n taking t, t + n, ...: the head
 // and tail around the vectors, or every element where the operands' alignments differ
 // (rare: a buffer offset by a few elements against another).
 template <class T, class Op>
-STRATA_HD void fold_scalar(T *dst, const T *const *src, int nsrc, unsigned long long first, unsigned long long end,
-                           unsigned long long t, unsigned long long n) {
-    for (unsigned long long i = first + t; i < end; i += n) fold_one<T, Op>(dst, src, nsrc, i);
+STRATA_HD void fold_scalar(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long first,
+                           unsigned long long end, unsigned long long t, unsigned long long n) {
+    for (unsigned long long i = first + t; i < end; i += n) fold_one<T, Op>(dst, ndst, src, nsrc, i);
+}
+
+// Vector i of 16 bytes from element `at` of every destination: the folded value.
+template <class T>
+STRATA_HD void store_all(T *const *dst, int ndst, unsigned long long at, unsigned long long i, const Vec16<T> &v) {
+    for (int d = 0; d < ndst; ++d) reinterpret_cast<Vec16<T> *>(dst[d] + at)[i] = v;
 }
 
 // Vectors [0, nvec) of 16 bytes starting at element `at` of every operand (all
 // 16-byte aligned there), thread t of n taking t, t + n, ..., kUnroll per round.
 template <class T, class Op>
-STRATA_HD void fold_vectors(T *dst, const T *const *src, int nsrc, unsigned long long at, unsigned long long nvec,
-                            unsigned long long t, unsigned long long n) {
+STRATA_HD void fold_vectors(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long at,
+                            unsigned long long nvec, unsigned long long t, unsigned long long n) {
     using V = Vec16<T>;
     constexpr unsigned kPer = per_vector<T>();
     const Op op{};
-    V *vdst = reinterpret_cast<V *>(dst + at);
     unsigned long long i = t;
     for (; i + (kUnroll - 1) * n < nvec; i += kUnroll * n) {
         V acc[kUnroll];
@@ -98,7 +104,7 @@ STRATA_UNROLL
                 for (unsigned e = 0; e < kPer; ++e) acc[u].v[e] = op(acc[u].v[e], b[u].v[e]);
         }
 STRATA_UNROLL
-        for (int u = 0; u < kUnroll; ++u) vdst[i + u * n] = acc[u];
+        for (int u = 0; u < kUnroll; ++u) store_all(dst, ndst, at, i + u * n, acc[u]);
     }
     for (; i < nvec; i += n) {
         V acc = reinterpret_cast<const V *>(src[0] + at)[i];
@@ -107,30 +113,41 @@ STRATA_UNROLL
 STRATA_UNROLL
             for (unsigned e = 0; e < kPer; ++e) acc.v[e] = op(acc.v[e], b.v[e]);
         }
-        vdst[i] = acc;
+        store_all(dst, ndst, at, i, acc);
     }
 }
 
-// Thread t of a launch of n threads: its share of the whole reduction.
+// Thread t of a launch of n threads: its share of the whole reduction, whose result
+// goes to every one of dst[0 .. ndst-1] (a node's reduced slice stored once into every
+// peer's output). Each element is read from every source before any destination is
+// written, so a destination may alias a source.
 template <class T, class Op>
-STRATA_HD void reduce_part(T *dst, const T *const *src, int nsrc, unsigned long long count, unsigned long long t,
-                           unsigned long long n) {
+STRATA_HD void reduce_part_multi(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long count,
+                                 unsigned long long t, unsigned long long n) {
     constexpr unsigned kPer = per_vector<T>();
-    const uintptr_t phase = reinterpret_cast<uintptr_t>(dst) % 16;
+    const uintptr_t phase = reinterpret_cast<uintptr_t>(dst[0]) % 16;
     bool same = kPer > 1;
+    for (int d = 1; d < ndst && same; ++d) same = reinterpret_cast<uintptr_t>(dst[d]) % 16 == phase;
     for (int k = 0; k < nsrc && same; ++k) same = reinterpret_cast<uintptr_t>(src[k]) % 16 == phase;
     // Operands aligned only for T have a phase that is a multiple of sizeof(T), so
     // the head is a whole number of elements.
     if (!same || phase % sizeof(T) != 0) {
-        fold_scalar<T, Op>(dst, src, nsrc, 0, count, t, n);
+        fold_scalar<T, Op>(dst, ndst, src, nsrc, 0, count, t, n);
         return;
     }
     unsigned long long head = phase == 0 ? 0 : (16 - phase) / sizeof(T);
     if (head > count) head = count;
     const unsigned long long nvec = (count - head) / kPer, tail = head + nvec * kPer;
-    fold_scalar<T, Op>(dst, src, nsrc, 0, head, t, n);
-    fold_vectors<T, Op>(dst, src, nsrc, head, nvec, t, n);
-    fold_scalar<T, Op>(dst, src, nsrc, tail, count, t, n);
+    fold_scalar<T, Op>(dst, ndst, src, nsrc, 0, head, t, n);
+    fold_vectors<T, Op>(dst, ndst, src, nsrc, head, nvec, t, n);
+    fold_scalar<T, Op>(dst, ndst, src, nsrc, tail, count, t, n);
+}
+
+// The same with one destination.
+template <class T, class Op>
+STRATA_HD void reduce_part(T *dst, const T *const *src, int nsrc, unsigned long long count, unsigned long long t,
+                           unsigned long long n) {
+    reduce_part_multi<T, Op>(&dst, 1, src, nsrc, count, t, n);
 }
 
 }  // namespace kern

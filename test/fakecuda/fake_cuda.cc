@@ -209,7 +209,7 @@ struct CUfunc_st {
     CUmod_st *mod;
     int kernel;
     size_t elem_size, elem_align;
-    void (*fold)(char *dst, char *const *srcs, int nsrc, unsigned long long count);
+    void (*fold)(char *const *dsts, int ndst, char *const *srcs, int nsrc, unsigned long long count);
 };
 
 struct CUmod_st {
@@ -1387,17 +1387,18 @@ FAKECUDA_API CUresult cuIpcOpenEventHandle(CUevent *pe, CUipcEventHandle handle)
 
 // ---- modules and kernels --------------------------------------------------------------
 // The kernels of src/mem/cuda_kernels.cu, run by the stream's worker: the same left fold
-// over the host functors, reading every source of an element before writing it.
+// over the host functors, reading every source of an element before writing it into
+// every destination.
 
 namespace {
 
 template <class T, class Op>
-void fold_as(char *dst, char *const *srcs, int nsrc, unsigned long long count) {
+void fold_as(char *const *dsts, int ndst, char *const *srcs, int nsrc, unsigned long long count) {
     const Op op{};
     for (unsigned long long i = 0; i < count; ++i) {
         T acc = reinterpret_cast<const T *>(srcs[0])[i];
         for (int k = 1; k < nsrc; ++k) acc = op(acc, reinterpret_cast<const T *>(srcs[k])[i]);
-        reinterpret_cast<T *>(dst)[i] = acc;
+        for (int d = 0; d < ndst; ++d) reinterpret_cast<T *>(dsts[d])[i] = acc;
     }
 }
 
@@ -1461,8 +1462,8 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char
 }
 
 // The checks a real launch makes (limits of the H100-like part), then the parameters of
-// strata's kernels, (void *dst, Srcs s, int nsrc, unsigned long long count): 1 <= nsrc
-// <= kMaxSrcs, every operand memory the driver knows (as a device address; plain host
+// strata's kernels, (Dsts d, int ndst, Srcs s, int nsrc, unsigned long long count):
+// 1 <= ndst <= kMaxDsts, 1 <= nsrc <= kMaxSrcs, every operand memory the driver knows (as a device address; plain host
 // memory would fault on a GPU) with count elements in range. An operand not aligned
 // for the type is accepted, and faults when the kernel runs: the error is sticky
 // (ready()), as a GPU's misaligned load kills the context. The `extra` way of passing
@@ -1476,16 +1477,16 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
                           bx >= 1 && by >= 1 && bz >= 1 && bx <= 1024 && by <= 1024 && bz <= 64 &&
                           (unsigned long long)bx * by * bz <= 1024 && shared <= 49152;
     if (!shape_ok || params == nullptr) return E_VALUE;
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 5; ++i)
         if (params[i] == nullptr) return E_VALUE;
-    void *dst = *static_cast<void **>(params[0]);
-    const strata::kern::Srcs srcs = *static_cast<const strata::kern::Srcs *>(params[1]);
-    const int nsrc = *static_cast<const int *>(params[2]);
-    const unsigned long long count = *static_cast<const unsigned long long *>(params[3]);
-    if (nsrc < 1 || nsrc > strata::kern::kMaxSrcs) return E_VALUE;
+    const strata::kern::Dsts dsts = *static_cast<const strata::kern::Dsts *>(params[0]);
+    const int ndst = *static_cast<const int *>(params[1]);
+    const strata::kern::Srcs srcs = *static_cast<const strata::kern::Srcs *>(params[2]);
+    const int nsrc = *static_cast<const int *>(params[3]);
+    const unsigned long long count = *static_cast<const unsigned long long *>(params[4]);
+    if (nsrc < 1 || nsrc > strata::kern::kMaxSrcs || ndst < 1 || ndst > strata::kern::kMaxDsts) return E_VALUE;
     CUfunc_st fn;
-    char *to = nullptr;
-    std::vector<char *> from((size_t)nsrc);
+    std::vector<char *> to((size_t)ndst), from((size_t)nsrc);
     bool misaligned = false, foreign = false;
     {
         std::lock_guard<std::mutex> l(g().mu);
@@ -1504,11 +1505,12 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
             if (bytes == 0) return OK;
             return xlate((CUdeviceptr)(uintptr_t)p, bytes, true, out);
         };
-        if (CUresult rc = operand(dst, &to)) return rc;
+        for (int i = 0; i < ndst; ++i)
+            if (CUresult rc = operand(dsts.p[i], &to[(size_t)i])) return rc;
         for (int i = 0; i < nsrc; ++i)
             if (CUresult rc = operand(srcs.p[i], &from[(size_t)i])) return rc;
     }
-    count_bytes((unsigned long long)nsrc * count * fn.elem_size, count * fn.elem_size);
+    count_bytes((unsigned long long)nsrc * count * fn.elem_size, (unsigned long long)ndst * count * fn.elem_size);
     if (count == 0) return submit(s, [] {});
     if (misaligned || foreign) {  // another context's memory is not mapped in this one
         const int fault = misaligned ? E_MISALIGNED : E_ILLEGAL_ADDRESS;
@@ -1517,7 +1519,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
             g().sticky.compare_exchange_strong(none, fault);
         });
     }
-    return submit(s, [fn, to, from, nsrc, count] { fn.fold(to, from.data(), nsrc, count); });
+    return submit(s, [fn, to, ndst, from, nsrc, count] { fn.fold(to.data(), ndst, from.data(), nsrc, count); });
 }
 
 // ---- stream-ordered and virtual-memory allocations --------------------------------------

@@ -44,6 +44,7 @@ enum { NOT_READY = 600, INVALID_VALUE = 1, NO_DEVICE = 100, INVALID_CONTEXT = 20
 
 /* The parameters of strata's reduction kernels (src/mem/cuda_kernels.h). */
 struct srcs { const void *p[8]; };
+struct dsts { void *p[8]; };
 
 static struct {
     CUresult (*Init)(unsigned);
@@ -269,9 +270,13 @@ static void host_fn(void *flag) { *(volatile int *)flag = 1; }
 static CUresult launch(CUfunction f, void *dst, const void *const *src, int nsrc, unsigned long long n, unsigned block,
                        CUstream s) {
     struct srcs sp;
+    struct dsts dp;
+    int ndst = 1;
     memset(&sp, 0, sizeof sp);
+    memset(&dp, 0, sizeof dp);
     for (int i = 0; i < nsrc && i < 8; ++i) sp.p[i] = src[i];
-    void *params[] = {&dst, &sp, &nsrc, &n};
+    dp.p[0] = dst;
+    void *params[] = {&dp, &ndst, &sp, &nsrc, &n};
     return cu.LaunchKernel(f, (unsigned)((n + 255) / 256), 1, 1, block, 1, 1, 0, s, params, NULL);
 }
 

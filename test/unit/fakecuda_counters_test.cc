@@ -138,18 +138,24 @@ TEST_F(FakeCountersTest, AReduceOfThreeSourcesIsOneLaunchReading3n) {
     }
     strata::kern::Srcs s{};
     for (int j = 0; j < 3; ++j) s.p[j] = reinterpret_cast<const void *>(dev_[j]);
-    void *dst = reinterpret_cast<void *>(dev_[3]);
-    int nsrc = 3;
+    // Two destinations (the fused node kernel's form), one of them a source: each
+    // source read once, the result written twice.
+    strata::kern::Dsts d{};
+    d.p[0] = reinterpret_cast<void *>(dev_[3]);
+    d.p[1] = reinterpret_cast<void *>(dev_[2]);
+    int ndst = 2, nsrc = 3;
     unsigned long long count = n;
-    void *params[] = {&dst, &s, &nsrc, &count};
+    void *params[] = {&d, &ndst, &s, &nsrc, &count};
     EXPECT_EQ(delta([&] {
                   ASSERT_EQ(d_->LaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, stream_, params, nullptr), cu::SUCCESS);
               }),
-              (Delta{1, 0, 0, 0, 0, 0, 3 * kBytes, kBytes}));
+              (Delta{1, 0, 0, 0, 0, 0, 3 * kBytes, 2 * kBytes}));
     ASSERT_EQ(d_->StreamSynchronize(stream_), cu::SUCCESS);
     std::vector<uint32_t> out(n);
-    ASSERT_EQ(d_->MemcpyDtoH(out.data(), dev_[3], kBytes), cu::SUCCESS);
-    EXPECT_EQ(out[n - 1], uint32_t(6 * (n - 1)));
+    for (cu::CUdeviceptr p : {dev_[3], dev_[2]}) {
+        ASSERT_EQ(d_->MemcpyDtoH(out.data(), p, kBytes), cu::SUCCESS);
+        EXPECT_EQ(out[n - 1], uint32_t(6 * (n - 1)));
+    }
     d_->ModuleUnload(m);
 }
 

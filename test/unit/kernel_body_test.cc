@@ -100,6 +100,57 @@ TEST(KernelBody, EveryElementFoldedOnceByOneThreadDouble) { sweep<double, ops::S
 TEST(KernelBody, EveryElementFoldedOnceByOneThreadFloatInt) { sweep<ops::ValueIndex<float>, ops::Maxloc>(); }
 TEST(KernelBody, EveryElementFoldedOnceByOneThreadComplexDouble) { sweep<ops::Complex<double>, ops::Sum>(); }
 
+// The fused node kernel's body: one fold stored into several destinations (a node's
+// outputs), one of which may be a source (MPI_IN_PLACE on the owner's rank). Every
+// destination must hold the serial fold, every guard stay intact, whatever the phases.
+template <class T, class Op>
+void check_multi(size_t count, int nsrc, int ndst, size_t shift, size_t other_shift, bool in_place,
+                 unsigned long long n) {
+    std::vector<Operand<T>> srcs, outs;
+    for (int k = 0; k < nsrc; ++k) {
+        srcs.emplace_back(count, shift);
+        for (size_t i = 0; i < count; ++i) srcs.back().p[i] = value<T>(k, i);
+    }
+    // The last destination takes other_shift: where it differs, one element at a time.
+    for (int d = 0; d < ndst; ++d) outs.emplace_back(count, d == ndst - 1 ? other_shift : shift);
+    std::vector<T *> dp;
+    for (auto &o : outs) dp.push_back(o.p);
+    if (in_place) dp[0] = srcs[size_t(nsrc - 1)].p;
+    std::vector<T> expect(count);
+    const Op op{};
+    for (size_t i = 0; i < count; ++i) {
+        T acc = srcs[0].p[i];
+        for (int k = 1; k < nsrc; ++k) acc = op(acc, srcs[size_t(k)].p[i]);
+        expect[i] = acc;
+    }
+    std::vector<const T *> sp;
+    for (auto &s : srcs) sp.push_back(s.p);
+    for (unsigned long long t = 0; t < n; ++t)
+        kern::reduce_part_multi<T, Op>(dp.data(), ndst, sp.data(), nsrc, count, t, n);
+    for (int d = 0; d < ndst; ++d)
+        ASSERT_EQ(memcmp(dp[size_t(d)], expect.data(), count * sizeof(T)), 0)
+            << "destination " << d << " of " << ndst << ", count " << count << " nsrc " << nsrc << " shift "
+            << shift << "/" << other_shift << (in_place ? " in place" : "") << " threads " << n;
+    for (int k = 0; k < nsrc; ++k) ASSERT_TRUE(srcs[size_t(k)].guards_intact(count));
+    for (int d = 0; d < ndst; ++d) ASSERT_TRUE(outs[size_t(d)].guards_intact(in_place && d == 0 ? 0 : count));
+}
+
+template <class T, class Op>
+void sweep_multi() {
+    for (size_t count : {size_t(0), size_t(1), size_t(15), size_t(17), size_t(100), size_t(4099)})
+        for (size_t shift = 0; shift < 16; shift += sizeof(T) < 16 ? sizeof(T) : 16)
+            for (int ndst : {1, 2, 4, 8})
+                for (unsigned long long n : {1ull, 3ull, kern::launch_threads(count, sizeof(T)) + 1}) {
+                    check_multi<T, Op>(count, ndst, ndst, shift, shift, false, n);
+                    check_multi<T, Op>(count, ndst, ndst, shift, shift, true, n);
+                    if (sizeof(T) < 16) check_multi<T, Op>(count, 2, ndst, shift, (shift + sizeof(T)) % 16, false, n);
+                }
+}
+
+TEST(KernelBody, FoldStoredIntoEveryDestinationUint8) { sweep_multi<uint8_t, ops::Sum>(); }
+TEST(KernelBody, FoldStoredIntoEveryDestinationDouble) { sweep_multi<double, ops::Sum>(); }
+TEST(KernelBody, FoldStoredIntoEveryDestinationComplexDouble) { sweep_multi<ops::Complex<double>, ops::Prod>(); }
+
 // The launch is sized by 16-byte vectors: one thread per vector, one per element for
 // a type that does not divide 16 bytes.
 TEST(KernelBody, LaunchSizedByVectors) {
