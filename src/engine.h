@@ -6,7 +6,7 @@
 // are complete and polls started ones; it never blocks inside a step. run()
 // progresses until every step is complete, yielding the CPU when nothing moves;
 // start() and progress() do the same in pieces, for the calls that complete later
-// (nonblocking and persistent collectives: Team::submit).
+// (nonblocking and persistent collectives: CallQueue::submit, src/queue.h).
 //
 // Work chained on the stream (chain()): on a device team whose GPU has stream memory
 // operations, a schedule without sends or receives (a node's work) puts its device

@@ -13,7 +13,7 @@
 // (algo.h), so a file that loads names only algorithms this build has.
 //
 // What a rule may look at is what every rank agrees on (no rank-local input):
-// the size of the call as every rank sees it (api.cc's call_bytes), the team's
+// the size of the call as every rank sees it (runner.cc's call_bytes), the team's
 // layout and where the team's schedules run (Team::device(): GPU or host memory,
 // agreed at setup), never this rank's own buffer kind. Ranks must also hold the
 // same rules: compare hash() across ranks before using them.
