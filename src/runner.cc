@@ -580,9 +580,11 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
         // A peer had failed an earlier call (one that ended without an error here), and
         // this rank heard of it only now: its peers run this call in the previous
         // component, so this rank does too, where strata left its inputs as they were
-        // (strata never writes a send buffer; bcast's root only reads). In place, the
-        // receive buffer may hold part of strata's work: the call fails here.
-        if (st != STRATA_OK && team.peers_ran_it_elsewhere() && (!args.in_place || coll == STRATA_COLL_BCAST || coll == STRATA_COLL_SCATTER)) {
+        // (strata never writes a send buffer; bcast's root only reads; scatter's root in
+        // place writes nothing). In place, the receive buffer may hold part of strata's
+        // work: the call fails here.
+        if (st != STRATA_OK && team.peers_ran_it_elsewhere() &&
+            (!args.in_place || coll == STRATA_COLL_BCAST || coll == STRATA_COLL_SCATTER)) {
             log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
                 strata_coll_name(coll), team.first_failure().c_str());
             team.count_handback(STRATA_HANDBACK_FAILED);
