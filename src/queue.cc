@@ -114,8 +114,11 @@ Status CallQueue::start_head(Call &call) {
         team_.set_last_error(team_.first_failure());
         return STRATA_ERR_BROKEN;
     }
-    STRATA_CHECK(begin_call(call));
+    // Counted as running whatever begin_call says: it marks the call started before its
+    // last check (a peer's failure), and complete() uncounts every started call.
+    const Status begun = begin_call(call);
     queued_call_begins();
+    if (begun != STRATA_OK) return begun;
     if (call.info.local != STRATA_OK) return team_.fail_call(call.info.local, call.info.why);
     return call.start();
 }
