@@ -489,6 +489,21 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
+    uint64_t size_sig = 0;
+    uint32_t meta_sig = 0;
+    signature(coll, team, args, &size_sig, &meta_sig);
+    // coll_strata_check_args: a blocking call agrees here, before any hand-back that
+    // looks at its size, type or op (the rules, a missing GPU kernel), which ranks that
+    // passed different ones would decide apart; a nonblocking or persistent one at the
+    // head of its team's queue, in steps (agree_call.h).
+    const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
+    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
+    if (blocking && team.config().check_args) {
+        const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
+                                     args.why ? args.why : "");
+        if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
+        if (st != STRATA_OK) return st;
+    }
     // The algorithm: a setting, else the rules file, else the built-in host rules, else
     // the table's rule. A rule may hand the call back: decided first, so that handing
     // back costs little.
@@ -512,19 +527,6 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     if (reduces && team.device() && !device_reduce_supported(args.dtype, args.op)) {
         const std::string which = std::string(" (") + strata_dtype_name(args.dtype) + "/" + strata_op_name(args.op) + ")";
         return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_KERNEL, which.c_str());
-    }
-    uint64_t size_sig = 0;
-    uint32_t meta_sig = 0;
-    signature(coll, team, args, &size_sig, &meta_sig);
-    // coll_strata_check_args: a blocking call agrees here; a nonblocking or persistent
-    // one at the head of its team's queue, in steps (agree_call.h).
-    const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
-    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
-    if (blocking && team.config().check_args) {
-        const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
-                                     args.why ? args.why : "");
-        if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
-        if (st != STRATA_OK) return st;
     }
     if (team.broken()) return STRATA_ERR_BROKEN;
     if (alg < 0) return fail(STRATA_ERR_INTERNAL, "the rules named no algorithm of the table");
