@@ -100,26 +100,45 @@ static const char *gather_map(mca_coll_strata_packing_t *pk, const void *sbuf, i
                ? NULL : "no memory to pack the datatype";
 }
 
+/* A gather handed back after the core queued it (coll_strata_request.h). */
+static int gather_replay(const mca_coll_strata_replay_t *a, struct ompi_communicator_t *comm, ompi_request_t **inner)
+{
+    return comm->c_coll->coll_igather(a->sbuf, a->scount, MCA_COLL_STRATA_REPLAY_SDT(a), a->rbuf, a->rcount, a->rdt,
+                                      a->root, comm, inner, comm->c_coll->coll_igather_module);
+}
+
+static void gather_spans(const mca_coll_strata_replay_t *a, int n, int me, ptrdiff_t *slo, size_t *slen,
+                         ptrdiff_t *rlo, size_t *rlen)
+{
+    *slo = *rlo = 0;
+    *slen = *rlen = 0;
+    if (MPI_IN_PLACE != a->sbuf) {
+        mca_coll_strata_span(a->sdt, (size_t) a->scount, slo, slen);
+    }
+    if (me == a->root) {
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
+    }
+}
+
+static const mca_coll_strata_replay_ops_t gather_ops = { gather_replay, gather_spans, 1 };
+
 /* The previous component's gather, this rank's device buffers staged through host
  * memory. */
 static int prev_gather(mca_coll_strata_module_t *m, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                        void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root)
 {
-    const int n = ompi_comm_size(m->comm), is_root = ompi_comm_rank(m->comm) == root;
+    const int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm), is_root = me == root;
+    const mca_coll_strata_replay_t call = { .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount,
+                                            .root = root, .sdt = sdtype, .rdt = rdtype };
     mca_coll_strata_pair_t p;
-    ptrdiff_t slo = 0, rlo = 0;
-    size_t slen = 0, rlen = 0;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
     int rc;
     if (!(MPI_IN_PLACE != sbuf && mca_coll_strata_is_device(sbuf)) && !(is_root && mca_coll_strata_is_device(rbuf))) {
         return m->prev.gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m->comm, m->prev.gather_module);
     }
     mca_coll_strata_say_staging("gather");
-    if (MPI_IN_PLACE != sbuf) {
-        mca_coll_strata_span(sdtype, (size_t) scount, &slo, &slen);
-    }
-    if (is_root) {
-        mca_coll_strata_span(rdtype, (size_t) rcount * (size_t) n, &rlo, &rlen);
-    }
+    gather_spans(&call, n, me, &slo, &slen, &rlo, &rlen);
     rc = mca_coll_strata_pair_in(&p, sbuf, slo, slen, is_root ? rbuf : NULL, rlo, rlen);
     if (MPI_SUCCESS == rc) {
         rc = m->prev.gather(p.su, scount, sdtype, is_root ? p.ru : rbuf, rcount, rdtype, root, m->comm,
@@ -169,27 +188,6 @@ int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t 
     return rc;
 }
 
-/* A gather handed back after the core queued it (coll_strata_request.h). */
-static int gather_replay(const mca_coll_strata_replay_t *a, struct ompi_communicator_t *comm, ompi_request_t **inner)
-{
-    return comm->c_coll->coll_igather(a->sbuf, a->scount, MCA_COLL_STRATA_REPLAY_SDT(a), a->rbuf, a->rcount, a->rdt,
-                                      a->root, comm, inner, comm->c_coll->coll_igather_module);
-}
-
-static void gather_spans(const mca_coll_strata_replay_t *a, int n, int me, ptrdiff_t *slo, size_t *slen,
-                         ptrdiff_t *rlo, size_t *rlen)
-{
-    *slo = *rlo = 0;
-    *slen = *rlen = 0;
-    if (MPI_IN_PLACE != a->sbuf) {
-        mca_coll_strata_span(a->sdt, (size_t) a->scount, slo, slen);
-    }
-    if (me == a->root) {
-        mca_coll_strata_span(a->rdt, (size_t) a->rcount * (size_t) n, rlo, rlen);
-    }
-}
-
-static const mca_coll_strata_replay_ops_t gather_ops = { gather_replay, gather_spans, 1 };
 
 static int gather_nb(mca_coll_strata_module_t *m, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                      void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root, int persistent,

@@ -88,26 +88,45 @@ static const char *scatter_map(mca_coll_strata_packing_t *pk, const void *sbuf, 
     return NULL != c->r || 0 == c->bytes ? NULL : "no memory to pack the datatype";
 }
 
+/* A scatter handed back after the core queued it (coll_strata_request.h). */
+static int scatter_replay(const mca_coll_strata_replay_t *a, struct ompi_communicator_t *comm, ompi_request_t **inner)
+{
+    return comm->c_coll->coll_iscatter(a->sbuf, a->scount, MCA_COLL_STRATA_REPLAY_SDT(a), a->rbuf, a->rcount, a->rdt,
+                                      a->root, comm, inner, comm->c_coll->coll_iscatter_module);
+}
+
+static void scatter_spans(const mca_coll_strata_replay_t *a, int n, int me, ptrdiff_t *slo, size_t *slen,
+                          ptrdiff_t *rlo, size_t *rlen)
+{
+    *slo = *rlo = 0;
+    *slen = *rlen = 0;
+    if (me == a->root) {
+        mca_coll_strata_span(a->sdt, (size_t) a->scount * (size_t) n, slo, slen);
+    }
+    if (MPI_IN_PLACE != a->rbuf) {
+        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
+    }
+}
+
+static const mca_coll_strata_replay_ops_t scatter_ops = { scatter_replay, scatter_spans, 0 };
+
 /* The previous component's scatter, this rank's device buffers staged through host
  * memory. */
 static int prev_scatter(mca_coll_strata_module_t *m, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                         void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root)
 {
-    const int n = ompi_comm_size(m->comm), is_root = ompi_comm_rank(m->comm) == root;
+    const int n = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm), is_root = me == root;
+    const mca_coll_strata_replay_t call = { .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount,
+                                            .root = root, .sdt = sdtype, .rdt = rdtype };
     mca_coll_strata_pair_t p;
-    ptrdiff_t slo = 0, rlo = 0;
-    size_t slen = 0, rlen = 0;
+    ptrdiff_t slo, rlo;
+    size_t slen, rlen;
     int rc;
     if (!(is_root && mca_coll_strata_is_device(sbuf)) && !(MPI_IN_PLACE != rbuf && mca_coll_strata_is_device(rbuf))) {
         return m->prev.scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m->comm, m->prev.scatter_module);
     }
     mca_coll_strata_say_staging("scatter");
-    if (is_root) {
-        mca_coll_strata_span(sdtype, (size_t) scount * (size_t) n, &slo, &slen);
-    }
-    if (MPI_IN_PLACE != rbuf) {
-        mca_coll_strata_span(rdtype, (size_t) rcount, &rlo, &rlen);
-    }
+    scatter_spans(&call, n, me, &slo, &slen, &rlo, &rlen);
     rc = mca_coll_strata_pair_in(&p, is_root ? sbuf : MPI_IN_PLACE, slo, slen, rbuf, rlo, rlen);
     if (MPI_SUCCESS == rc) {
         rc = m->prev.scatter(is_root ? p.su : sbuf, scount, sdtype, p.ru, rcount, rdtype, root, m->comm,
@@ -157,27 +176,6 @@ int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t
     return rc;
 }
 
-/* A scatter handed back after the core queued it (coll_strata_request.h). */
-static int scatter_replay(const mca_coll_strata_replay_t *a, struct ompi_communicator_t *comm, ompi_request_t **inner)
-{
-    return comm->c_coll->coll_iscatter(a->sbuf, a->scount, MCA_COLL_STRATA_REPLAY_SDT(a), a->rbuf, a->rcount, a->rdt,
-                                      a->root, comm, inner, comm->c_coll->coll_iscatter_module);
-}
-
-static void scatter_spans(const mca_coll_strata_replay_t *a, int n, int me, ptrdiff_t *slo, size_t *slen,
-                          ptrdiff_t *rlo, size_t *rlen)
-{
-    *slo = *rlo = 0;
-    *slen = *rlen = 0;
-    if (me == a->root) {
-        mca_coll_strata_span(a->sdt, (size_t) a->scount * (size_t) n, slo, slen);
-    }
-    if (MPI_IN_PLACE != a->rbuf) {
-        mca_coll_strata_span(a->rdt, (size_t) a->rcount, rlo, rlen);
-    }
-}
-
-static const mca_coll_strata_replay_ops_t scatter_ops = { scatter_replay, scatter_spans, 0 };
 
 static int scatter_nb(mca_coll_strata_module_t *m, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                      void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root, int persistent,
