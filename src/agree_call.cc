@@ -12,7 +12,7 @@ namespace strata {
 
 namespace {
 // One call's agreement in steps: agree_call (runner.h) in a fiber, resumed each time the
-// team's queue looks at its head (Team::decide_head), until it ends.
+// team's queue looks at its head (CallQueue::decide_head), until it ends.
 class HeadAgreement {
 public:
     HeadAgreement(Team &team, Call &call, const CallSignature &sig) : team_(team), call_(call), sig_(sig) {}
