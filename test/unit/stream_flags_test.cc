@@ -10,9 +10,12 @@
 // stream flags (coll_strata_stream_flags auto) the lane's stream runs the whole call,
 // flags included, so the sum appears; with them off (0) the host would have to signal
 // and poll every flag, so the call stops after its first steps and the sum never
-// appears (the control: it must not). Only then is the request tested to completion
-// and freed. IPC cache 0: peers' buffers are not mapped in place, whose buffer
-// exchange needs the host (Call::map_peers). Needs the fake driver; skips elsewhere.
+// appears (the control: it must not). Only then, once every rank has looked, is the
+// request tested to completion and freed: the ranks are threads of one process, and
+// one rank's test progresses the other's call too (progress.h), so a rank that tested
+// while the other still looked would complete the other's call for it. IPC cache 0:
+// peers' buffers are not mapped in place, whose buffer exchange needs the host
+// (Call::map_peers). Needs the fake driver; skips elsewhere.
 #include <dlfcn.h>
 
 #include <gtest/gtest.h>
@@ -68,7 +71,8 @@ bool sum_arrived(strata::MemDomain &gpu, const void *dev, std::vector<int32_t> *
     return true;
 }
 
-void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *started, Seen *seen) {
+void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *started, std::atomic<int> *looked,
+              Seen *seen) {
     std::string &err = seen->error;
     if (!strata_test::make_gpu0_current(&err)) return;
     strata::MemDomain *gpu = strata::cuda_domain(0, &err);
@@ -111,6 +115,11 @@ void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *star
         while (!(seen->without_progress = sum_arrived(*gpu, recv, &host)) &&
                std::chrono::steady_clock::now() < give_up)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // No rank calls strata again until every rank has looked (see the top).
+    ++*looked;
+    while (looked->load() < kRanks) std::this_thread::yield();
+    if (err.empty()) {
         strata_status_t st = STRATA_OK;
         while (!strata_request_test(req, &st)) std::this_thread::yield();
         if (st != STRATA_OK || !sum_arrived(*gpu, recv, &host)) err = "the nonblocking allreduce's result";
@@ -125,8 +134,8 @@ std::vector<Seen> run_job(int stream_flags) {
     IpcSelf self;
     ThreadJob job(kRanks);
     std::vector<Seen> seen(kRanks);
-    std::atomic<int> started{0};
-    job.run([&](int rank) { one_rank(job, rank, stream_flags, &started, &seen[size_t(rank)]); });
+    std::atomic<int> started{0}, looked{0};
+    job.run([&](int rank) { one_rank(job, rank, stream_flags, &started, &looked, &seen[size_t(rank)]); });
     return seen;
 }
 
