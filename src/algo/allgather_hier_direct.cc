@@ -11,11 +11,9 @@
 //             [shm stages]                I serve into recvbuf
 //                                      3. publish own + received blocks per segment
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
-                       size_t chunk);
 
 Status build_allgather_hier_direct(Call &c, const CollArgs &a) {
     Team &team = c.team();

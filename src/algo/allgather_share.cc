@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

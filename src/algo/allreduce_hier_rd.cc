@@ -9,6 +9,7 @@
 //
 //   copy-in -> READY -> reduce all local inputs into recvbuf -> rail RD -> DONE
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {

@@ -29,6 +29,7 @@
 // bytes per rank instead of (3L+1)/L x S, and one launch per segment instead of L + 1.
 // Where a buffer cannot be mapped (host memory), the slots as above.
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/alltoall.cc - the alltoall(v) algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_alltoall_pairwise(Call &c, const CollArgs &a);
-Status build_alltoall_hier_agg(Call &c, const CollArgs &a);
 
 // In place: copies every outgoing block (all but this rank's own) into tmp, back
 // to back, and points from[] at the copies; otherwise copies the own block into

@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

@@ -17,6 +17,7 @@
 // straight out of theirs, instead of a send and a receive; a rank returns once every
 // local peer is done reading its buffer.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/bcast.cc - the bcast algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_bcast_hier_chain(Call &c, const CollArgs &a);
-Status build_bcast_hier_tree(Call &c, const CollArgs &a);
 
 namespace {
 

@@ -20,6 +20,7 @@
 // segment straight out of it after READY; the node root then returns only once every
 // local peer has said DONE for the last segment.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

@@ -23,6 +23,7 @@
 // Messages: window k of local rank t of a node has sub-tag k x L + t, from the node's
 // leader to the root (TagOrder: sub-tags wrap).
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

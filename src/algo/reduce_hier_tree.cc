@@ -20,6 +20,7 @@
 // (large messages).
 // Non-root ranks never touch recvbuf (it may be NULL).
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {

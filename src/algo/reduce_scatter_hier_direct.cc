@@ -27,6 +27,7 @@
 // until then a peer may still read its send buffer. (In place stays on the copy-in
 // path: a rank's results would overwrite input its peers have yet to read.)
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {

@@ -23,6 +23,7 @@
 // ways are built and the call's decision picks one); the root then returns once every
 // peer has said DONE for the last segment.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 

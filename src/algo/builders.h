@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// src/algo/builders.h - the builders each collective's table names, and the phases
+// two builders share: declared once here so the compiler checks every definition
+// (src/algo/<collective>_<algorithm>.cc) against its use in the tables.
+#ifndef STRATA_ALGO_BUILDERS_H
+#define STRATA_ALGO_BUILDERS_H
+
+#include <vector>
+
+#include "args.h"
+#include "call.h"
+
+namespace strata {
+
+Status build_allreduce_hier_ring(Call &c, const CollArgs &a);
+Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
+Status build_allgather_hier_ring(Call &c, const CollArgs &a);
+Status build_allgather_hier_direct(Call &c, const CollArgs &a);
+Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);
+Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a);
+Status build_bcast_hier_chain(Call &c, const CollArgs &a);
+Status build_bcast_hier_tree(Call &c, const CollArgs &a);
+Status build_alltoall_pairwise(Call &c, const CollArgs &a);
+Status build_alltoall_hier_agg(Call &c, const CollArgs &a);
+Status build_reduce_hier_tree(Call &c, const CollArgs &a);
+Status build_reduce_hier_chain(Call &c, const CollArgs &a);
+Status build_gather_hier_direct(Call &c, const CollArgs &a);
+Status build_scatter_hier_direct(Call &c, const CollArgs &a);
+
+// The intra-node phase of both allgathers (src/algo/allgather_share.cc).
+// arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
+// bytes of it (empty: already there, or this rank's own block, read from sendbuf).
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+                       size_t chunk);
+
+}  // namespace strata
+
+#endif  // STRATA_ALGO_BUILDERS_H
