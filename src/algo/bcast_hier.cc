@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes.
+// src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes, the schedule
+// both bcast builders share (bcast_hier_chain.cc, bcast_hier_tree.cc).
 //
 // On every node one rank is the node root: the root itself on its node, elsewhere
 // local rank root_local % L(n), i.e. the root's rail. Per segment (one stage,
@@ -23,8 +24,6 @@
 #include "algo/builders.h"
 
 namespace strata {
-
-namespace {
 
 Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     Team &team = c.team();
@@ -105,10 +104,5 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     }
     return STRATA_OK;
 }
-
-}  // namespace
-
-Status build_bcast_hier_chain(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, true); }
-Status build_bcast_hier_tree(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, false); }
 
 }  // namespace strata

@@ -33,6 +33,11 @@ Status build_scatter_hier_direct(Call &c, const CollArgs &a);
 Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
                        size_t chunk);
 
+// The schedules two builders share, over a chain of nodes or a binomial tree
+// (src/algo/bcast_hier.cc, src/algo/reduce_hier.cc).
+Status build_bcast_hier(Call &c, const CollArgs &a, bool chain);
+Status build_reduce_hier(Call &c, const CollArgs &a, bool chain);
+
 }  // namespace strata
 
 #endif  // STRATA_ALGO_BUILDERS_H
