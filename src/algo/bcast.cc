@@ -10,7 +10,7 @@ namespace {
 const Algorithm kBcast[] = {
     {"hier_chain",
      "root's node through shared memory, a pipelined chain of the nodes on the root's rail, "
-     "then each node through shared memory; all stages overlap by segment (large messages)",
+     "then each node through shared memory; all phases overlap by segment (large messages)",
      build_bcast_hier_chain},
     {"hier_tree",
      "as hier_chain, but the nodes form a binomial tree on the root's rail (small messages, "

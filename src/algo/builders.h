@@ -9,6 +9,8 @@
 
 #include "args.h"
 #include "call.h"
+#include "engine.h"
+#include "team.h"
 
 namespace strata {
 
@@ -32,6 +34,10 @@ Status build_scatter_hier_direct(Call &c, const CollArgs &a);
 // bytes of it (empty: already there, or this rank's own block, read from sendbuf).
 Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
                        size_t chunk);
+
+// Both alltoalls' copy in (src/algo/alltoall.cc): in place, every outgoing block
+// into tmp first; from[] points at each block to send.
+StepId alltoall_copy_in(Schedule &s, Team &team, const CollArgs &a, char *tmp, std::vector<const char *> &from);
 
 // The schedules two builders share, over a chain of nodes or a binomial tree
 // (src/algo/bcast_hier.cc, src/algo/reduce_hier.cc).

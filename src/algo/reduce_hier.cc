@@ -4,7 +4,7 @@
 //
 // The root has local index jr; on every node n the agent is local index jr % L(n),
 // i.e. the node's member of rail jr (on the root's node, the root itself).
-// Per pipeline segment g (stage g % 2):
+// Per pipeline segment g (slot pair g % 2):
 //
 //   node n:  r0  r1  r2          1. copy-in: every rank copies its segment into its slot,
 //            [in][in][in]           raises READY (non-agents are then done: DONE)
@@ -60,14 +60,14 @@ Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
     }
     auto member = [&](int rel) { return rail[size_t((rel + root_node) % p)]; };
     const size_t nch = children.size() ? children.size() : 1;
-    char *tmp = agent ? c.scratch(size_t(Team::kStages) * nch * sg.bytes) : nullptr;
+    char *tmp = agent ? c.scratch(size_t(Team::kSlotPairs) * nch * sg.bytes) : nullptr;
     if (agent && !tmp) return fail(STRATA_ERR_NOMEM, "reduce scratch");
 
     // Alone on its node (L == 1) the agent has no slots to go through: its own input
     // is sendbuf, children's sums fold into recvbuf on the root (scratch elsewhere),
     // and a leaf sends straight from sendbuf. The messages and tags are the same
     // either way, so nodes of several ranks on the same rail cannot tell.
-    const size_t depth = std::min<uint64_t>(sg.n, Team::kStages);  // stage_free: g - kStages is done
+    const size_t depth = std::min<uint64_t>(sg.n, Team::kSlotPairs);  // slots_free: g - kSlotPairs is done
     char *part = L == 1 && !is_root && !children.empty() ? c.scratch2(depth * sg.bytes) : nullptr;
     if (L == 1 && !is_root && !children.empty() && part == nullptr) return fail(STRATA_ERR_NOMEM, "reduce scratch");
     // Through the slots: a rank that only publishes returns before the agent reads.
@@ -76,7 +76,7 @@ Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
 
-        const StepId free = c.stage_free(g);
+        const StepId free = c.slots_free(g);
         if (!agent) {  // the agent's DONE guards this slot from here on
             s.signal(team.flag(j, kFlagDone), g + 1, {inputs.publish(g, off, cnt, free)});
             continue;
@@ -89,9 +89,9 @@ Status build_reduce_hier(Call &c, const CollArgs &a, bool chain) {
 
         // Fold in each child's partial sum (one tag per segment: the pair is unique).
         const int tag = c.tag(k);
-        char *stage_tmp = tmp + (g % Team::kStages) * nch * sg.bytes;
+        char *parity_tmp = tmp + (g % Team::kSlotPairs) * nch * sg.bytes;
         for (size_t ch = 0; ch < children.size(); ++ch) {
-            char *t = stage_tmp + ch * sg.bytes;
+            char *t = parity_tmp + ch * sg.bytes;
             const StepId r = s.recv(t, cnt * es, member(children[ch]), tag, {free});
             last = s.reduce(dom, dst, {sum, t}, cnt, a.dtype, a.op, {last, r});
             sum = dst;
