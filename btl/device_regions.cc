@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// btl/device_regions.cc - GPU stage regions shared through CUDA IPC (see the header).
+// btl/device_regions.cc - GPU slot regions shared through CUDA IPC (see the header).
 #include "btl/device_regions.h"
 
 namespace strata {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // btl/device_regions.h - the intra-node channel's data regions in GPU memory.
 //
-// On a device team (every rank has a GPU) each local rank's stage slots live in its
+// On a device team (every rank has a GPU) each local rank's slots live in its
 // own GPU memory, allocated once and exported through CUDA IPC; every local peer
 // maps them once, at setup, and unmaps them when the team goes (whatever a
 // communicator holds goes with it). Flags stay in the host shared-memory segment (btl/shm.h): a rank

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // btl/node_channel.h - the channel among the ranks of one node.
 //
-// What the ranks of a node share: per local rank, stage slots (in the host segment,
+// What the ranks of a node share: per local rank, slots (in the host segment,
 // or on a device team in GPU memory exported through CUDA IPC), flags and a mailbox
 // (always in the host segment, btl/shm.h), and the cache of node peers' user buffers
 // mapped for reading in place (btl/ipc_cache.h). The team sets it up, its schedules
@@ -35,7 +35,7 @@ public:
     // name, if the node can spare it, and each local peer opens it through the leader's
     // /proc/<pid>/fd; where that is refused, a named one, unlinked as soon as every
     // local peer has mapped it. A rank alone on its node makes private memory.
-    // region: bytes of stage slots per local rank. On return, whatever happened,
+    // region: bytes of slots per local rank. On return, whatever happened,
     // nothing is left that a killed process could leak: no name, no fd kept for peers.
     // Waits as w says; *why: what a failed wait waited for.
     Status open(const Layout &l, P2PChannel &wire, int tag, const char *dir, size_t region, const Waiter &w,
@@ -51,7 +51,7 @@ public:
     void keep_segment(int local, size_t region, const char *dir);
     static void set_kept_segments_for_testing(size_t n);
 
-    // Stage slots in GPU memory: this rank's region in dom's memory (dom nullptr: this
+    // Slots in GPU memory: this rank's region in dom's memory (dom nullptr: this
     // rank has none and says so), exported to and mapped from every local peer.
     // STRATA_ERR_PEER: this rank's part went well, a local peer's did not.
     Status open_device(const Layout &l, P2PChannel &wire, int tag, MemDomain *dom, size_t region,
@@ -62,7 +62,7 @@ public:
     // is then left allocated, as must be anything else peers may still map.
     bool close_device(const Layout &l, uint64_t tries, int wait_seconds);
 
-    // Local rank `local`'s stage area (host segment, or GPU region on a device team).
+    // Local rank `local`'s slot area (host segment, or GPU region on a device team).
     char *region(int local, bool device) const { return device ? dregions_.region(local) : shm_.region(local); }
     uint64_t *flag(int local, int which) const { return shm_.flag(local, which); }
     IpcCache &ipc() { return ipc_; }

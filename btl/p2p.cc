@@ -55,7 +55,7 @@ Status BounceChannel::take(size_t bytes, Buf *b) {
     size_t n = size_t(64) << 10;
     while (n < bytes) n *= 2;
     void *p = nullptr;
-    if (dom_.alloc_host(n, &p) != STRATA_OK) return fail(STRATA_ERR_NOMEM, "bounce buffer for the staged transport");
+    if (dom_.alloc_host(n, &p) != STRATA_OK) return fail(STRATA_ERR_NOMEM, "bounce buffer of the bounce channel");
     *b = Buf{static_cast<char *>(p), n};
     return STRATA_OK;
 }

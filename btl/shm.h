@@ -11,7 +11,7 @@
 // can spare it (shm::spare).
 //
 // Flags are monotonic counters: a rank stores (segment number + 1) into its own
-// flag when it has finished a stage of that segment; peers wait for their target
+// flag when it has finished its part of that segment; peers wait for their target
 // value. Segment numbers of call n start at n << 32 (team.h), and a rank that ends
 // a call raises its flags to the last value of the call, so a call that went wrong
 // on one rank (a different count) cannot leave a peer waiting in it or shift the

@@ -61,10 +61,10 @@ StepId Call::done_together(const Deps &deps) {
 
 // Relative values: the previous call ended at (its number << 32) + 2^32 - 1, which
 // is -1 here; the team raised its flags to the end of call 0 at setup.
-StepId Call::stage_free(uint64_t seg, const Deps &deps) {
-    if (seg < Team::kStages) return wait_all(kFlagDone, ~uint64_t(0), -1, deps);
-    // Segment seg - kStages is done everywhere once every DONE flag reached its number + 1.
-    return wait_all(kFlagDone, seg - Team::kStages + 1, -1, deps);
+StepId Call::slots_free(uint64_t seg, const Deps &deps) {
+    if (seg < Team::kSlotPairs) return wait_all(kFlagDone, ~uint64_t(0), -1, deps);
+    // Segment seg - kSlotPairs is done everywhere once every DONE flag reached its number + 1.
+    return wait_all(kFlagDone, seg - Team::kSlotPairs + 1, -1, deps);
 }
 
 StepId Call::map_peers(const void *buf, size_t bytes, int source, void *out) {

@@ -100,14 +100,14 @@ public:
     // Tag of message `sub` of this call (sub < Team::kTagSubs).
     int tag(uint64_t sub) const { return static_cast<int>(sub % Team::kTagSubs); }
 
-    // Step that completes once every local rank has finished segment seg - kStages,
-    // so the stage segment seg uses may be overwritten (for the first ones: once every
+    // Step that completes once every local rank has finished segment seg - kSlotPairs,
+    // so the slot pair segment seg uses may be overwritten (for the first ones: once every
     // local rank ended the previous call).
-    StepId stage_free(uint64_t seg, const Deps &deps = {});
+    StepId slots_free(uint64_t seg, const Deps &deps = {});
     // Step that completes once every local rank (but `except`) has set flag `which`
     // to at least value.
     StepId wait_all(int which, uint64_t value, int except, const Deps &deps = {});
-    // For a call that takes no stages but whose node peers read this rank's buffers:
+    // For a call that takes no slots but whose node peers read this rank's buffers:
     // takes one segment number, signals DONE for it after deps, and returns the step
     // that completes once every local rank has, so that no rank returns before.
     StepId done_together(const Deps &deps);
@@ -127,7 +127,7 @@ public:
     // source's buffer is read), map every local peer's, agree on the node. Returns the
     // deciding step: its outcome is true when every rank of the node mapped, and then
     // peer(i, offset) reads local rank i's buffer in place; else the call goes through
-    // the stage slots. Build both branches (Schedule::when); a rank must not return
+    // the slots. Build both branches (Schedule::when); a rank must not return
     // before every local peer has read its buffer. out (optional): this rank's output
     // of the call, mapped the same way for peers that write into it (peer_out: the
     // fused node kernels); a rank must not return before every local peer has written

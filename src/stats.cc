@@ -30,7 +30,7 @@ constexpr Named kHandBacks[STRATA_HANDBACK_COUNT] = {
 constexpr Named kStats[STRATA_STAT_COUNT] = {
     {"bytes_in_place", "Bytes of served calls in which node peers' GPU buffers were read in place (CUDA IPC)"},
     {"bytes_slots", "Bytes of served calls on a node of more than one rank whose node part went through "
-                    "strata's shared-memory or GPU stage slots"},
+                    "strata's shared-memory or GPU slots"},
     {"bytes_staged", "Bytes of served calls whose buffers on this rank were staged between host and GPU memory"},
     {"bytes_sent", "Bytes this rank's schedules sent through the point-to-point layer (to other nodes; "
                    "alltoall's pairwise also inside a node)"},

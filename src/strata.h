@@ -393,7 +393,7 @@ typedef enum {
  * point-to-point layer. */
 typedef enum {
     STRATA_STAT_BYTES_IN_PLACE,    /* calls in which node peers' buffers were read in place (CUDA IPC) */
-    STRATA_STAT_BYTES_SLOTS,       /* calls whose node part went through the shared-memory or GPU stage slots */
+    STRATA_STAT_BYTES_SLOTS,       /* calls whose node part went through the shared-memory or GPU slots */
     STRATA_STAT_BYTES_STAGED,      /* calls whose buffers on this rank were staged (device <-> host copies) */
     STRATA_STAT_BYTES_SENT,        /* bytes sent point-to-point by this rank's schedules */
     STRATA_STAT_IPC_HITS,          /* a node peer's buffer found mapped in the IPC cache */

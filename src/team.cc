@@ -34,7 +34,7 @@ Team::~Team() {
     close_inbox();
     // The next communicator of the same local ranks (a dup/free cycle) takes the host
     // segment up again rather than reserving a new one (btl/node_channel.h). A team that
-    // had the GPU path has its stage slots elsewhere and a teardown of its own.
+    // had the GPU path has its slots elsewhere and a teardown of its own.
     if (setup_ == Setup::Ready && device_tries_ == 0 && layout_.my_local_size() > 1)
         node_.keep_segment(layout_.my_local(), host_region_bytes(), cfg_.shm_dir);
     release_device();
@@ -182,7 +182,7 @@ Status Team::ensure_setup(bool blocking_call) {
         return STRATA_OK;
     }
     layout_ = make_layout(rank_, keys, cfg_.node_size);
-    // A team that will try the GPU path keeps its stage slots in GPU memory: its host
+    // A team that will try the GPU path keeps its slots in GPU memory: its host
     // segment holds only flags and mailboxes (a few KiB, not 16 MiB of /dev/shm per
     // rank). Decided from the gathered bits and a setting, so alike on every rank; the
     // slots come back if the GPU path fails (take_host_slots).
@@ -197,8 +197,8 @@ Status Team::ensure_setup(bool blocking_call) {
         node_.unlink();
         return setup_failed(local, shm_why);
     }
-    // As if call 0 had ended here: a call's first stages wait for the end of the one
-    // before it (Call::stage_free), call 1 included.
+    // As if call 0 had ended here: a call's first slot pairs wait for the end of the one
+    // before it (Call::slots_free), call 1 included.
     if (local == STRATA_OK) raise_flags(kCallSpan - 1);
     int first_failed = shm_failure_mark(local);
     // The same round agrees on expect_same(): [1] the lowest rank not ok, then the
@@ -419,7 +419,7 @@ void Team::drop_channel() {
     team_id_ = 0;
 }
 
-// This rank's GPU domain and stage region, exported to and mapped from every local
+// This rank's GPU domain and slot region, exported to and mapped from every local
 // peer. Each rank sends its handle (or a failure mark) to every local peer, so no
 // peer waits for ever on a rank that failed.
 Status Team::setup_device(std::string *why) {
@@ -429,20 +429,20 @@ Status Team::setup_device(std::string *why) {
         *why = std::string(dom->name()) + ": the reduction kernels did not load";
         dom = nullptr;
     }
-    const size_t region = size_t(kStages) * 2 * segment_bytes(true);  // dom_ is set below
+    const size_t region = size_t(kSlotPairs) * 2 * segment_bytes(true);  // dom_ is set below
     STRATA_CHECK(node_.open_device(layout_, wire_, control_tag(kSetupTagSub - 1), dom, region, waiter(), why));
     dom_ = dom;
     return STRATA_OK;
 }
 
-// A GPU team's segment has no stage slots (its slots are in GPU memory) until it takes them.
-size_t Team::host_region_bytes() const { return host_slots_ ? size_t(kStages) * 2 * segment_bytes(false) : 0; }
+// A GPU team's segment has no slots (its slots are in GPU memory) until it takes them.
+size_t Team::host_region_bytes() const { return host_slots_ ? size_t(kSlotPairs) * 2 * segment_bytes(false) : 0; }
 
 Status Team::setup_shm(std::string *why) {
     return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, host_region_bytes(), waiter(), why);
 }
 
-// The GPU path failed on a team whose host segment was made without stage slots: every
+// The GPU path failed on a team whose host segment was made without slots: every
 // rank (the failure was agreed) replaces it with one that has them, and they agree
 // again, so a node that cannot spare the slots falls back everywhere. Only at first
 // setup: a team that serves already has its slots.
@@ -464,7 +464,7 @@ Status Team::take_host_slots() {
         __atomic_store_n(flag(layout_.my_local(), kFlagClosed), device_tries_, __ATOMIC_RELEASE);
     }
     int first_failed = shm_failure_mark(local);
-    const Status agreed = oob_.agreements.min(&first_failed, 1, waiter(), "host stage slots", &why);
+    const Status agreed = oob_.agreements.min(&first_failed, 1, waiter(), "host slots", &why);
     node_.unlink();
     if (agreed != STRATA_OK) return setup_failed(agreed, why);
     return first_failed == INT_MAX ? STRATA_OK : shm_fell_back(first_failed, local);
@@ -527,13 +527,13 @@ bool Team::all_opened(uint64_t n) const {
     const bool ok = node_.all_opened(n, layout_.my_local_size());
     if (!ok)
         log(2, "a buffer of this call cannot be shared through CUDA IPC on node %d (host, managed or "
-               "pool memory): copied through the stage slots",
+               "pool memory): copied through the slots",
             layout_.my_node());
     return ok;
 }
 
 char *Team::slot(int local, uint64_t seg, int half) const {
-    return node_.region(local, device()) + ((seg % kStages) * 2 + size_t(half)) * segment_bytes();
+    return node_.region(local, device()) + ((seg % kSlotPairs) * 2 + size_t(half)) * segment_bytes();
 }
 
 }  // namespace strata

@@ -86,9 +86,9 @@ public:
     int rank() const { return rank_; }
     int size() const { return size_; }
 
-    // Pipeline segments. Each local rank's region holds kStages stages of two
-    // slots of segment_bytes() each; segment g uses stage g % kStages.
-    static constexpr int kStages = 2;
+    // Pipeline segments. Each local rank's region holds kSlotPairs slot pairs of two
+    // slots of segment_bytes() each; segment g uses slot pair g % kSlotPairs (buffer parity).
+    static constexpr int kSlotPairs = 2;
     // Whether the schedules run in GPU memory and the node count are agreed, so every
     // rank cuts the same segments.
     size_t segment_bytes() const { return segment_bytes(device()); }
@@ -214,7 +214,7 @@ public:
     // open_peers, once every local rank has posted, maps every local peer's buffer
     // through the cache into (*bufs)[i]; all_opened, once every local rank has opened,
     // says whether every rank of the node could (the same answer on all of them).
-    // If not, the call copies through the stage slots.
+    // If not, the call copies through the slots.
     // out (optional, the same on every rank of the node): this rank's output as well,
     // mapped into (*outs)[i].
     Status post_buffer(uint64_t n, const void *buf, size_t bytes, int source, const void *out = nullptr);
@@ -239,7 +239,7 @@ public:
     uint64_t calls(strata_coll_t coll, int alg) const { return calls_[coll][alg]; }
 
 private:
-    // The node's host segment: stage slots in it unless host_slots_ is false.
+    // The node's host segment: slots in it unless host_slots_ is false.
     Status setup_shm(std::string *why);
     Status take_host_slots();
     Status setup_failed(Status st, const std::string &why);
@@ -248,7 +248,7 @@ private:
     void release_device();
     bool open_lane();
     void close_lane();
-    size_t host_region_bytes() const;  // stage slots of one local rank in the host segment
+    size_t host_region_bytes() const;  // slots of one local rank in the host segment
     int shm_failure_mark(Status local) const;
     Status shm_fell_back(int first_failed, Status local);
     Status agree_device(bool gpu_everywhere);
@@ -274,7 +274,7 @@ private:
     int lazy_seen_ = 0;
     bool recheck_gpus_ = false;  // not every rank had a GPU: ask again at calls 2, 4, 8, ...
     bool private_ = false;       // messages go over the team's own communicator
-    bool host_slots_ = true;     // the host segment has stage slots (not a GPU team's)
+    bool host_slots_ = true;     // the host segment has slots (not a GPU team's)
     std::atomic<bool> opening_private_{false};
     uint64_t same_value_ = 0;    // expect_same()
     bool same_ok_ = true, same_everywhere_ = false;

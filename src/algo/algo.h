@@ -4,7 +4,7 @@
 // An algorithm builds its schedule into call.schedule() and never waits: the caller
 // runs it. Segment numbers, flag values and tags are relative to the call (call.h).
 // Contract for algorithms that use the shared-memory slots: take segment numbers
-// with call.take_segments(), guard each segment's stage with call.stage_free(),
+// with call.take_segments(), guard each segment's slot pair with call.slots_free(),
 // and end every segment by signalling kFlagDone = segment + 1 on this rank.
 #ifndef STRATA_ALGO_ALGO_H
 #define STRATA_ALGO_ALGO_H

@@ -5,11 +5,9 @@
 // counts and displacements (CollArgs::counts/displs), so one implementation
 // serves both.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_allgather_hier_ring(Call &c, const CollArgs &a);
-Status build_allgather_hier_direct(Call &c, const CollArgs &a);
 
 namespace {
 

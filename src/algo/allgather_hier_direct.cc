@@ -8,14 +8,12 @@
 //   node n: (n,0) (n,1) (n,2)          1. own block -> recvbuf (unless in place)
 //             |  \   |     |           2. send own block to the rail-j peer of every
 //   node m: (m,0) (m,1)                   other node; receive the blocks whose rail
-//             [shm stages]                I serve into recvbuf
+//             [shm slots]                I serve into recvbuf
 //                                      3. publish own + received blocks per segment
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
-                       size_t chunk);
 
 Status build_allgather_hier_direct(Call &c, const CollArgs &a) {
     Team &team = c.team();

@@ -15,11 +15,9 @@
 //      |  shm                |  shm               |  shm
 //   local peers           local peers          local peers
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
-                       size_t chunk);
 
 Status build_allgather_hier_ring(Call &c, const CollArgs &a) {
     Team &team = c.team();

@@ -11,18 +11,19 @@
 //
 // (rail t is served on node m by local rank t % L, and carries the blocks of
 // local rank t of every node, so every block lands on exactly one rank per node.)
-// The streams are cut into windows of one stage (both slots, 2 x segment bytes);
-// per segment: copy my window into my stage -> READY -> copy every peer's window
-// out of its stage into my buffer -> DONE.
+// The streams are cut into windows of one slot pair (both slots, 2 x segment bytes);
+// per segment: copy my window into my slot pair -> READY -> copy every peer's window
+// out of its slot pair into my buffer -> DONE.
 //
 // On a device team with a single node there are no remote blocks: every stream is
 // one rank's own block. There the ranks map each other's send buffers through CUDA
 // IPC (Call::map_peers) and each copies every peer's block straight into its
-// receive buffer, one copy per block, without stages; a rank returns once every
+// receive buffer, one copy per block, without slots; a rank returns once every
 // local peer is done reading its block.
 #include <algorithm>
 
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 
@@ -48,8 +49,8 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
     Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int L = l.my_local_size(), j = l.my_local();
-    if (L == 1) return STRATA_OK;  // nobody to share with; no stage used
-    const size_t window = 2 * team.segment_bytes();  // both slots of a stage are contiguous
+    if (L == 1) return STRATA_OK;  // nobody to share with; no slot used
+    const size_t window = 2 * team.segment_bytes();  // both slots of a slot pair are contiguous
     MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
@@ -96,8 +97,8 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
 
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
-        // Publish my window once its blocks have arrived and the stage is free.
-        const StepId free = c.stage_free(g);
+        // Publish my window once its blocks have arrived and the slot pair is free.
+        const StepId free = c.slots_free(g);
         std::vector<StepId> ins{free};
         char *mine = team.slot(j, g, 0);
         pieces(j, k, [&](int r, size_t off, size_t len, size_t at) {

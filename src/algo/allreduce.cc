@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allreduce.cc - the allreduce algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_allreduce_hier_ring(Call &c, const CollArgs &a);
-Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 
 namespace {
 

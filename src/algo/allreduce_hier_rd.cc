@@ -9,6 +9,7 @@
 //
 //   copy-in -> READY -> reduce all local inputs into recvbuf -> rail RD -> DONE
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {
@@ -32,16 +33,16 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
     // Every rank reads every node peer's whole input, so through the slots only: in
     // place, a rank could return while a peer still reads its buffer.
     NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, false);
-    char *scratch = c.scratch(size_t(Team::kStages) * size_t(nrails) * 2 * sg.bytes);
+    char *scratch = c.scratch(size_t(Team::kSlotPairs) * size_t(nrails) * 2 * sg.bytes);
     if (!scratch) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
         char *out = rbuf + off * es;
-        char *stage_scratch = scratch + (g % Team::kStages) * size_t(nrails) * 2 * sg.bytes;
+        char *parity_scratch = scratch + (g % Team::kSlotPairs) * size_t(nrails) * 2 * sg.bytes;
 
-        const StepId free = c.stage_free(g);
+        const StepId free = c.slots_free(g);
         StepId summed;
         if (L == 1) {  // alone on the node: the node sum is the input
             summed = s.copy(dom, out, sbuf + off * es, cnt * es, {free});
@@ -53,14 +54,14 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
         // rail starts folding remote data into it.
         std::vector<StepId> copies{summed};
         for (int i = 1; i < nrails; ++i) {
-            char *buf = stage_scratch + size_t(i) * 2 * sg.bytes;
+            char *buf = parity_scratch + size_t(i) * 2 * sg.bytes;
             copies.push_back(s.copy(dom, buf, out, cnt * es, {summed}));
         }
         std::vector<StepId> rails{summed};
         for (int i = 0; i < nrails; ++i) {
             const int t = j + i * L;
-            char *buf = i == 0 ? out : stage_scratch + size_t(i) * 2 * sg.bytes;
-            char *tmp = stage_scratch + size_t(i) * 2 * sg.bytes + sg.bytes;
+            char *buf = i == 0 ? out : parity_scratch + size_t(i) * 2 * sg.bytes;
+            char *tmp = parity_scratch + size_t(i) * 2 * sg.bytes + sg.bytes;
             const Deps start = i == 0 ? Deps(copies) : Deps{copies[size_t(i)]};
             rails.push_back(rail_allreduce_rd(c, l.rail(t), node, buf, tmp, cnt, a.dtype,
                                               a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/allreduce_hier_ring.cc - hierarchical allreduce for large messages.
 //
-// Per pipeline segment (stage = segment % 2, so segment k+1 fills while k moves):
+// Per pipeline segment (slot pair = segment % 2, so segment k+1 fills while k moves):
 //
 //   node n:  rank0 rank1 rank2        1. copy-in: each rank copies its segment into its slot
 //            [in]  [in]  [in]            and raises READY
@@ -29,6 +29,7 @@
 // bytes per rank instead of (3L+1)/L x S, and one launch per segment instead of L + 1.
 // Where a buffer cannot be mapped (host memory), the slots as above.
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {
@@ -75,7 +76,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
 
     std::vector<std::vector<int>> rails_of(static_cast<size_t>(lmax));
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
-    char *tmp = c.scratch(size_t(Team::kStages) * sg.bytes);
+    char *tmp = c.scratch(size_t(Team::kSlotPairs) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
     const bool in_place = L > 1 && team.zero_copy(a.bytes());
     // Agreed: the layout and zero_copy() are, and so is whether every rank mapped.
@@ -92,9 +93,9 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
         char *res = team.slot(j, g, 1);
-        char *tmp_g = tmp + (g % Team::kStages) * sg.bytes;
+        char *tmp_g = tmp + (g % Team::kSlotPairs) * sg.bytes;
 
-        const StepId free = c.stage_free(g);
+        const StepId free = c.slots_free(g);
         if (L == 1) {
             // Alone on the node: no shared slots; the rails work on the result in place.
             const StepId copied = s.copy(dom, rbuf + off * es, sbuf + off * es, cnt * es, {free});

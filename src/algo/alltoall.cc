@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/alltoall.cc - the alltoall(v) algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 
-Status build_alltoall_pairwise(Call &c, const CollArgs &a);
-Status build_alltoall_hier_agg(Call &c, const CollArgs &a);
-
-// In place: copies every outgoing block (all but this rank's own) into tmp, back
+// In place (the "copy in"): copies every outgoing block (all but this rank's own) into tmp, back
 // to back, and points from[] at the copies; otherwise copies the own block into
-// place. Returns the step the sends must follow (kNoStep when nothing is staged).
-StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
-                            std::vector<const char *> &from) {
+// place. Returns the step the sends must follow (kNoStep when nothing is copied in).
+StepId alltoall_copy_in(Schedule &s, Team &team, const CollArgs &a, char *tmp,
+                        std::vector<const char *> &from) {
     const int p = team.size(), me = team.rank();
     MemDomain &dom = team.domain();
     for (int r = 0; r < p; ++r) from[size_t(r)] = static_cast<const char *>(a.sendbuf) + a.send_displs[r];
@@ -35,7 +33,7 @@ namespace {
 const Algorithm kAlltoall[] = {
     {"pairwise",
      "direct point-to-point exchange with every rank, peers visited in node-shifted "
-     "order (in place: input staged through scratch first)",
+     "order (in place: input copied into scratch first)",
      build_alltoall_pairwise},
     {"hier_agg",
      "hierarchical: shared-memory exchange inside a node; across nodes, one message per "

@@ -14,13 +14,14 @@
 // Inside the node every rank i writes one byte stream through its slots: for each
 // local consumer c != i, first the block i -> c, then i's blocks for the remote
 // destinations c aggregates. Segment g carries stream bytes [g*2S, g*2S + 2S) in the
-// two halves of i's stage (S = segment_bytes()); consumers copy their pieces out
+// two halves of i's slot pair (S = segment_bytes()); consumers copy their pieces out
 // (into recvbuf, or into the aggregated message buffer) and mark the segment done.
 // Every rank of the node computes the same stream layouts, hence the same number
 // of segments. In place: every outgoing block is first copied to private scratch.
 #include <algorithm>
 
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 
@@ -34,9 +35,6 @@ struct Item {
 };
 
 }  // namespace
-
-StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
-                            std::vector<const char *> &from);
 
 Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
     Team &team = c.team();
@@ -89,11 +87,11 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
         nseg = std::max<uint64_t>(nseg, div_up(at, 2 * S));
     }
 
-    // 3. Scratch: staged input (in place), outgoing aggregates, incoming aggregates.
+    // 3. Scratch: copied-in input (in place), outgoing aggregates, incoming aggregates.
     std::vector<size_t> out_off(P, 0), in_off(P, SIZE_MAX);  // by destination / source node rank
-    size_t staged_bytes = 0, out_bytes = 0, in_bytes = 0;
+    size_t copy_in_bytes = 0, out_bytes = 0, in_bytes = 0;
     if (a.in_place)
-        for (int r = 0; r < p; ++r) staged_bytes += r == me ? 0 : a.send_counts[r];
+        for (int r = 0; r < p; ++r) copy_in_bytes += r == me ? 0 : a.send_counts[r];
     std::vector<int> out_dst;  // destinations I aggregate for
     for (int b = 0; b < nn; ++b) {
         if (b == node) continue;
@@ -118,14 +116,14 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
             for (int i = 0; i < l.local_size(b); ++i) in_bytes += a.counts[l.rank_at(b, i)];
         }
     }
-    const size_t total = staged_bytes + out_bytes + in_bytes;
+    const size_t total = copy_in_bytes + out_bytes + in_bytes;
     char *tmp = total ? c.scratch(total) : nullptr;
     if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall hier_agg scratch");
-    char *out_buf = tmp + staged_bytes, *in_buf = out_buf + out_bytes;
+    char *out_buf = tmp + copy_in_bytes, *in_buf = out_buf + out_bytes;
 
-    // 4. In place: stage every outgoing block; nothing writes recvbuf before that.
+    // 4. In place: copy every outgoing block in; nothing writes recvbuf before that.
     std::vector<const char *> from(P, nullptr);
-    const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
+    const StepId copied_in = alltoall_copy_in(s, team, a, tmp, from);
 
     // Where a consumed item lands: recvbuf for a local destination, else the aggregate.
     std::vector<std::vector<StepId>> into_out(P);  // copies into each outgoing aggregate
@@ -141,7 +139,7 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
         if (!sc(j, d)) continue;
         size_t off = out_off[size_t(d)];
         for (int i = 0; i < j; ++i) off += sc(i, d);
-        into_out[size_t(d)].push_back(s.copy(dom, out_buf + off, from[size_t(d)], sc(j, d), {staged}));
+        into_out[size_t(d)].push_back(s.copy(dom, out_buf + off, from[size_t(d)], sc(j, d), {copied_in}));
     }
 
     // 5. The shared-memory streams, segment by segment.
@@ -150,7 +148,7 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         const size_t lo = size_t(k) * 2 * S, hi = lo + 2 * S;
-        const StepId free = c.stage_free(g, {staged});
+        const StepId free = c.slots_free(g, {copied_in});
         std::vector<StepId> done;
         for (int i = 0; i < L; ++i) {
             std::vector<Item> &its = items[size_t(i)];
@@ -173,7 +171,7 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
                         in.push_back(s.copy(dom, slot, from[size_t(it.dst)] + in_item, b1 - b0, {free}));
                     } else {       // consumer: copy out
                         const StepId cp = s.copy(dom, item_dst(i, it) + in_item, slot, b1 - b0,
-                                                 {ready, staged});
+                                                 {ready, copied_in});
                         done.push_back(cp);
                         if (l.node_of[size_t(it.dst)] != node) into_out[size_t(it.dst)].push_back(cp);
                     }
@@ -200,14 +198,14 @@ Status build_alltoall_hier_agg(Call &c, const CollArgs &a) {
         size_t bytes = 0;
         for (int i = 0; i < lb; ++i) bytes += a.counts[l.rank_at(b, i)];
         if (direct[size_t(b)]) {
-            if (bytes) s.recv(rbuf + a.displs[l.rank_at(b, 0)], bytes, from_rank, data_tag, {staged});
+            if (bytes) s.recv(rbuf + a.displs[l.rank_at(b, 0)], bytes, from_rank, data_tag, {copied_in});
             continue;
         }
         const StepId got = s.recv(in_buf + in_off[size_t(b)], bytes, from_rank, data_tag);
         size_t at = in_off[size_t(b)];
         for (int i = 0; i < lb; ++i) {
             const int r = l.rank_at(b, i);
-            if (a.counts[r]) s.copy(dom, rbuf + a.displs[r], in_buf + at, a.counts[r], {got, staged});
+            if (a.counts[r]) s.copy(dom, rbuf + a.displs[r], in_buf + at, a.counts[r], {got, copied_in});
             at += a.counts[r];
         }
     }

@@ -17,11 +17,9 @@
 // straight out of theirs, instead of a send and a receive; a rank returns once every
 // local peer is done reading its buffer.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-StepId alltoall_stage_input(Schedule &s, Team &team, const CollArgs &a, char *tmp,
-                            std::vector<const char *> &from);
 
 Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
     Team &team = c.team();
@@ -38,7 +36,7 @@ Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
         tmp = total ? c.scratch(total) : nullptr;
         if (total && !tmp) return fail(STRATA_ERR_NOMEM, "alltoall scratch");
     }
-    const StepId staged = alltoall_stage_input(s, team, a, tmp, from);
+    const StepId copied_in = alltoall_copy_in(s, team, a, tmp, from);
 
     const Layout &l = team.layout();
     const size_t total = a.send_counts[me] * size_t(p);  // uniform: the same on every rank
@@ -52,10 +50,10 @@ Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
         if (try_map && local(to)) s.when(mapped, false);
         // Empty blocks are messages too, as in Open MPI's own alltoallv: a peer that
         // passed another count is then caught (a size check), never left unmatched.
-        s.send(from[size_t(to)], a.send_counts[to], to, tag, {staged}, true);
+        s.send(from[size_t(to)], a.send_counts[to], to, tag, {copied_in}, true);
         s.always();
         if (try_map && local(fr)) s.when(mapped, false);
-        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {staged}, true);
+        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {copied_in}, true);
         s.always();
         if (try_map && local(fr)) {
             // Mapped: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's.

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/bcast.cc - the bcast algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_bcast_hier_chain(Call &c, const CollArgs &a);
-Status build_bcast_hier_tree(Call &c, const CollArgs &a);
 
 namespace {
 
 const Algorithm kBcast[] = {
     {"hier_chain",
      "root's node through shared memory, a pipelined chain of the nodes on the root's rail, "
-     "then each node through shared memory; all stages overlap by segment (large messages)",
+     "then each node through shared memory; all phases overlap by segment (large messages)",
      build_bcast_hier_chain},
     {"hier_tree",
      "as hier_chain, but the nodes form a binomial tree on the root's rail (small messages, "

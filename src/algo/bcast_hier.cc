@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes.
+// src/algo/bcast_hier.cc - hierarchical bcast: chain or binomial tree of nodes, the schedule
+// both bcast builders share (bcast_hier_chain.cc, bcast_hier_tree.cc).
 //
 // On every node one rank is the node root: the root itself on its node, elsewhere
-// local rank root_local % L(n), i.e. the root's rail. Per segment (one stage,
+// local rank root_local % L(n), i.e. the root's rail. Per segment (one slot pair,
 // both slots, 2 x segment bytes):
 //
 //   node roots:  receive the segment from the parent node (not on the root's node)
 //                -> send it on to the child nodes
-//                -> copy it into my stage -> READY
+//                -> copy it into my slot pair -> READY
 //   local peers: wait for the node root's READY -> copy the segment out
 //   everyone:    DONE
 //
@@ -15,15 +16,14 @@
 // links v -> v + 1, the binomial tree v -> v + 2^k for 2^k below v's lowest set
 // bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
 //
-// On a device team the node root's copy into its stage goes away where it can: its
+// On a device team the node root's copy into its slot pair goes away where it can: its
 // local peers map its buffer through CUDA IPC (Call::map_peers) and copy each
 // segment straight out of it after READY; the node root then returns only once every
 // local peer has said DONE for the last segment.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-namespace {
 
 Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     Team &team = c.team();
@@ -77,7 +77,7 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
                     direct = s.signal(team.flag(j, kFlagReady), g + 1, {got});
                 }
                 way(false);  // through my slot
-                const StepId free = c.stage_free(g);
+                const StepId free = c.slots_free(g);
                 const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
                 const StepId slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
                 s.always();
@@ -104,10 +104,5 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     }
     return STRATA_OK;
 }
-
-}  // namespace
-
-Status build_bcast_hier_chain(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, true); }
-Status build_bcast_hier_tree(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, false); }
 
 }  // namespace strata

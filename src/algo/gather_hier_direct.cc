@@ -3,7 +3,7 @@
 //
 // The root has local index jr; on every node n the leader is local index jr % L(n),
 // the node's member of rail jr (on the root's node, the root itself). A block is cut
-// into windows of one stage (both slots, W = 2 x segment bytes); window k of every
+// into windows of one slot pair (both slots, W = 2 x segment bytes); window k of every
 // block is pipeline segment k:
 //
 //   node n:  r0   r1   r2        1. every other rank copies window k of its block into
@@ -23,6 +23,7 @@
 // Messages: window k of local rank t of a node has sub-tag k x L + t, from the node's
 // leader to the root (TagOrder: sub-tags wrap).
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 
@@ -39,7 +40,7 @@ void publish_windows(Call &c, const CollArgs &a, StepId mapped, int leader, uint
         const uint64_t g = first + k;
         const size_t off = k * window, len = std::min(window, a.count - off);
         if (mapped != kNoStep) s.when(mapped, false);
-        const StepId free = c.stage_free(g);
+        const StepId free = c.slots_free(g);
         const StepId cp = s.copy(team.domain(), team.slot(j, g, 0), sbuf + off, len, {free});
         const StepId ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
         s.always();
@@ -78,8 +79,8 @@ Status build_gather_hier_direct(Call &c, const CollArgs &a) {
     }
 
     // The leader: its node's windows, into recvbuf (the root) or a ring of scratch
-    // windows (kStages deep) that the sends empty.
-    const size_t w = std::min(window, b), depth = Team::kStages;
+    // windows (kSlotPairs deep) that the sends empty.
+    const size_t w = std::min(window, b), depth = Team::kSlotPairs;
     char *ring = is_root || L == 1 ? nullptr : c.scratch(depth * size_t(L) * w);
     if (!is_root && L > 1 && ring == nullptr) return fail(STRATA_ERR_NOMEM, "gather scratch");
     std::vector<StepId> sent(depth * size_t(L), kNoStep);   // the send that last read a ring window

@@ -6,7 +6,7 @@
 // one place that chooses between them:
 //  - in place: on a device team above the small-message size, the call maps node
 //    peers' buffers (Call::map_peers) and reads them where they are;
-//  - through the slots: each rank copies its segment into its stage slot (half 0)
+//  - through the slots: each rank copies its segment into its slot (half 0)
 //    and raises READY; the others read the slot once they see it.
 // Mapping is decided while the schedule runs (a peer's buffer may not be shareable),
 // so both ways are built and the call's decision picks one (Schedule::when).
@@ -44,7 +44,7 @@ public:
                void *out = nullptr);
 
     // Publishes this rank's elements [off, off + cnt) of segment g for its node
-    // peers once `free` (the stage of g is free) completes: through the slots, a copy
+    // peers once `free` (the slot pair of g is free) completes: through the slots, a copy
     // into its slot and READY; in place, nothing (its buffer is read where it is).
     // Returns the step that ends it.
     StepId publish(uint64_t g, size_t off, size_t cnt, StepId free);
@@ -78,7 +78,7 @@ private:
 // slices' work) completes, copies elements [lo, hi) of the call (within the segment)
 // from their owners' slots into dst (which holds element lo), each once its owner's
 // SLICE is seen, and raises DONE after the copies: the owners' slots stay untouched
-// until every local rank's DONE of g says it has read them (Call::stage_free).
+// until every local rank's DONE of g says it has read them (Call::slots_free).
 // Returns the DONE signal.
 StepId gather_slices(Call &c, uint64_t g, size_t off, size_t cnt, size_t lo, size_t hi, char *dst, size_t es,
                      const Deps &mine);

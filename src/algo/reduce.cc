@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce.cc - the reduce algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_reduce_hier_tree(Call &c, const CollArgs &a);
-Status build_reduce_hier_chain(Call &c, const CollArgs &a);
 
 namespace {
 

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/reduce_scatter.cc - the reduce_scatter algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);
-Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a);
 
 namespace {
 

@@ -3,7 +3,7 @@
 //
 // The whole input (sum of counts elements) is cut into pipeline segments; each
 // segment into Lmax slices, slice t owned by local rank t % L on every node (so
-// uneven nodes line up on rail t). Per segment g (stage g % 2):
+// uneven nodes line up on rail t). Per segment g (slot pair g % 2):
 //
 //   1. copy-in: every rank copies its input segment into its slot, raises READY
 //   2. intra-node reduce-scatter: the owner of slice t sums slice t of every local
@@ -27,6 +27,7 @@
 // until then a peer may still read its send buffer. (In place stays on the copy-in
 // path: a rank's results would overwrite input its peers have yet to read.)
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "algo/node_inputs.h"
 
 namespace strata {
@@ -64,8 +65,8 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     std::vector<std::vector<int>> rails(static_cast<size_t>(lmax));
     for (int t = 0; t < lmax; ++t) rails[size_t(t)] = l.rail(t);
 
-    // Receive space: per stage, one segment-sized area per node (indexed like the slot).
-    char *tmp = c.scratch(size_t(Team::kStages) * size_t(nnodes) * sg.bytes);
+    // Receive space: per slot pair, one segment-sized area per node (indexed like the slot).
+    char *tmp = c.scratch(size_t(Team::kSlotPairs) * size_t(nnodes) * sg.bytes);
     if (!tmp) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
     if (lmax == 1 && !a.in_place) {  // agreed (the layout is); a local choice would do too
         // Every rank alone on its node: no slot. The parts other ranks own go straight
@@ -76,8 +77,8 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
             const uint64_t g = sg.first + k;
             const size_t off = sg.offset(k), cnt = sg.length(k);
             const Range seg{off, off + cnt};
-            char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * sg.bytes;
-            const StepId free = c.stage_free(g);
+            char *parity_tmp = tmp + (g % Team::kSlotPairs) * size_t(nnodes) * sg.bytes;
+            const StepId free = c.slots_free(g);
             std::vector<StepId> done{free};
             for (int m = 0; m < nnodes; ++m) {
                 if (m == node) continue;
@@ -93,7 +94,7 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
                 Deps got{free};
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
-                    char *t_m = stage_tmp + size_t(m) * sg.bytes;
+                    char *t_m = parity_tmp + size_t(m) * sg.bytes;
                     got.add(s.recv(t_m, (part.hi - part.lo) * es, rails[0][size_t(m)], c.tag(k), {free}));
                     parts.push_back(t_m);
                 }
@@ -111,13 +112,13 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
         const size_t off = sg.offset(k), cnt = sg.length(k);
         const Range seg{off, off + cnt};
         char *res = team.slot(j, g, 1);
-        char *stage_tmp = tmp + (g % Team::kStages) * size_t(nnodes) * sg.bytes;
+        char *parity_tmp = tmp + (g % Team::kSlotPairs) * size_t(nnodes) * sg.bytes;
         auto slice = [&](int t) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
             return Range{off + sp.offset, off + sp.offset + sp.length};
         };
 
-        const StepId free = c.stage_free(g);
+        const StepId free = c.slots_free(g);
         const StepId ready = inputs.ready(g, off, cnt, free);  // inputs readable, res writable
 
         std::vector<StepId> mine_done;
@@ -151,7 +152,7 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
                 Deps got{red};
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
-                    char *t_m = stage_tmp + size_t(m) * sg.bytes + o;
+                    char *t_m = parity_tmp + size_t(m) * sg.bytes + o;
                     got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], c.tag(sub),
                                    {free}));
                     parts.push_back(t_m);

@@ -6,10 +6,9 @@
 // keeps its own range. It moves P times more data than needed, which is cheaper
 // than the extra synchronisations of a true reduce-scatter while messages are small.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 
 Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a) {
     Team &team = c.team();

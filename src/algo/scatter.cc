@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/algo/scatter.cc - the scatter algorithms and the rule that picks one.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
-
-Status build_scatter_hier_direct(Call &c, const CollArgs &a);
 
 namespace {
 

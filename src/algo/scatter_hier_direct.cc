@@ -3,13 +3,13 @@
 //
 // The reverse of gather_hier_direct: the root has local index jr; on every node n the
 // leader is local index jr % L(n) (on the root's node, the root itself). A block is
-// cut into windows of one stage (both slots, W = 2 x segment bytes):
+// cut into windows of one slot pair (both slots, W = 2 x segment bytes):
 //
 //                root                1. the root sends window k of every block of node
 //                  |                    n to n's leader (sub-tag k x L(n) + t for local
 //        straight from the root         rank t); the leader receives its own into
 //                  |                    recvbuf, the others into a ring of scratch
-//              [leader]                 windows (kStages deep)
+//              [leader]                 windows (kSlotPairs deep)
 //              /   |   \             2. per window of a peer, one pipeline segment: the
 //            r0   r1   r2               leader copies it into its slot, READY; the peer
 //                                       copies it out into its recvbuf, DONE
@@ -23,6 +23,7 @@
 // ways are built and the call's decision picks one); the root then returns once every
 // peer has said DONE for the last segment.
 #include "algo/algo.h"
+#include "algo/builders.h"
 
 namespace strata {
 
@@ -99,7 +100,7 @@ Status build_scatter_hier_direct(Call &c, const CollArgs &a) {
     }
 
     // A leader on another node: its node's windows from the root.
-    const size_t w = std::min(window, b), depth = Team::kStages;
+    const size_t w = std::min(window, b), depth = Team::kSlotPairs;
     char *ring = is_root || L == 1 ? nullptr : c.scratch(depth * size_t(L) * w);
     if (!is_root && L > 1 && ring == nullptr) return fail(STRATA_ERR_NOMEM, "scatter scratch");
     auto in_ring = [&](uint64_t k, int t) { return ring + ((k % depth) * size_t(L) + size_t(t)) * w; };
@@ -126,7 +127,7 @@ Status build_scatter_hier_direct(Call &c, const CollArgs &a) {
             receive(k, t);
             const char *from = is_root ? sbuf + size_t(l.rank_at(m, t)) * b + off : in_ring(k, t);
             if (try_map) s.when(mapped, false);
-            const StepId free = c.stage_free(g);
+            const StepId free = c.slots_free(g);
             const StepId cp = s.copy(dom, team.slot(j, g, 0), from, len, {free, got[k * size_t(L) + size_t(t)]});
             const StepId ready = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
             s.always();

@@ -3,7 +3,7 @@
 // teams with several ranks per node (zero copy inside a node included).
 //
 // On a device team (every rank has a CUDA context current: team.cc agree_device) the
-// stage slots live in GPU memory and are exported to node peers through CUDA IPC;
+// slots live in GPU memory and are exported to node peers through CUDA IPC;
 // calls above cfg.small_msg_size of allreduce hier_ring, reduce_scatter hier_direct
 // (not in place), bcast, single-node allgather, alltoall pairwise (plain, not in
 // place), gather and scatter (the root's node) read node peers' buffers in place through the team's IPC cache (README,
@@ -723,11 +723,11 @@ TEST_P(DeviceTeams, EveryCollectiveOnDeviceBuffersMatchesTheHostReference) {
         }
     }
     EXPECT_EQ(strata_test::count_strata_segments(), segments) << "a segment was left in /dev/shm";
-    // A device team's stage slots are in GPU memory: its host segment holds flags and
+    // A device team's slots are in GPU memory: its host segment holds flags and
     // mailboxes only, 1 KiB per rank in whole pages (at most 5 ranks a node here), not
     // the 4 x 512 bytes per rank of host slots it would never use.
     EXPECT_GT(o.log.segments, 0) << "no node segment made (every layout here has a node of 2 ranks or more)";
-    EXPECT_LE(o.log.largest_segment, size_t(8192)) << "a device team's host segment holds stage slots";
+    EXPECT_LE(o.log.largest_segment, size_t(8192)) << "a device team's host segment holds slots";
     ASSERT_EQ(stats_(&after), 0);
     EXPECT_EQ(after.ipc_open, before.ipc_open) << "IPC mappings left open";
     EXPECT_LE(after.dev_allocs, before.dev_allocs) << "device memory left allocated";

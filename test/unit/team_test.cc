@@ -184,7 +184,7 @@ TEST(Team, TheNextTeamOfTheSameRanksTakesUpTheFreedOnesSegment) {
                 // already): a peer that took a stale flag of the old team for its input
                 // would read too soon.
                 if (t > 0 && c == 1 && rank == kRanks - 1) usleep(50000);
-                std::vector<int> v(8192, r + c);  // above small_msg_size: through the stage slots
+                std::vector<int> v(8192, r + c);  // above small_msg_size: through the slots
                 if (strata_allreduce(team, STRATA_IN_PLACE, v.data(), int(v.size()), STRATA_INT32, STRATA_OP_SUM) !=
                     STRATA_OK)
                     err = "team " + std::to_string(t) + " call " + std::to_string(c) + " failed";

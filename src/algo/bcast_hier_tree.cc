@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// src/algo/bcast_hier_tree.cc - hierarchical bcast over a binomial tree of nodes (schedule in bcast_hier.cc).
+#include "algo/algo.h"
+#include "algo/builders.h"
+
+namespace strata {
+
+Status build_bcast_hier_tree(Call &c, const CollArgs &a) { return build_bcast_hier(c, a, false); }
+
+}  // namespace strata

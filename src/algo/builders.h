@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// src/algo/builders.h - the builders each collective's table names, and the phases
+// two builders share: declared once here so the compiler checks every definition
+// (src/algo/<collective>_<algorithm>.cc) against its use in the tables.
+#ifndef STRATA_ALGO_BUILDERS_H
+#define STRATA_ALGO_BUILDERS_H
+
+#include <vector>
+
+#include "args.h"
+#include "call.h"
+#include "engine.h"
+#include "team.h"
+
+namespace strata {
+
+Status build_allreduce_hier_ring(Call &c, const CollArgs &a);
+Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
+Status build_allgather_hier_ring(Call &c, const CollArgs &a);
+Status build_allgather_hier_direct(Call &c, const CollArgs &a);
+Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);
+Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a);
+Status build_bcast_hier_chain(Call &c, const CollArgs &a);
+Status build_bcast_hier_tree(Call &c, const CollArgs &a);
+Status build_alltoall_pairwise(Call &c, const CollArgs &a);
+Status build_alltoall_hier_agg(Call &c, const CollArgs &a);
+Status build_reduce_hier_tree(Call &c, const CollArgs &a);
+Status build_reduce_hier_chain(Call &c, const CollArgs &a);
+Status build_gather_hier_direct(Call &c, const CollArgs &a);
+Status build_scatter_hier_direct(Call &c, const CollArgs &a);
+
+// The intra-node phase of both allgathers (src/algo/allgather_share.cc).
+// arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
+// bytes of it (empty: already there, or this rank's own block, read from sendbuf).
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+                       size_t chunk);
+
+// Both alltoalls' copy in (src/algo/alltoall.cc): in place, every outgoing block
+// into tmp first; from[] points at each block to send.
+StepId alltoall_copy_in(Schedule &s, Team &team, const CollArgs &a, char *tmp, std::vector<const char *> &from);
+
+// The schedules two builders share, over a chain of nodes or a binomial tree
+// (src/algo/bcast_hier.cc, src/algo/reduce_hier.cc).
+Status build_bcast_hier(Call &c, const CollArgs &a, bool chain);
+Status build_reduce_hier(Call &c, const CollArgs &a, bool chain);
+
+}  // namespace strata
+
+#endif  // STRATA_ALGO_BUILDERS_H
