@@ -2,6 +2,8 @@
 // btl/device_regions.cc - GPU slot regions shared through CUDA IPC (see the header).
 #include "btl/device_regions.h"
 
+#include "btl/ipc_cache.h"
+
 namespace strata {
 
 Status DeviceRegions::make_own(MemDomain &dom, int local_size, int me, size_t bytes, IpcHandle *h) {
@@ -18,7 +20,7 @@ Status DeviceRegions::make_own(MemDomain &dom, int local_size, int me, size_t by
 
 Status DeviceRegions::open_peer(int local, const IpcHandle &h) {
     void *p = nullptr;
-    STRATA_CHECK(dom_->ipc_open(h, &p));
+    STRATA_CHECK(IpcCache::open_unheld(*dom_, h, &p));
     regions_[size_t(local)] = static_cast<char *>(p);
     return STRATA_OK;
 }

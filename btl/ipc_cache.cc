@@ -81,29 +81,7 @@ public:
             }
         }
         void *p = nullptr;
-        Status st = dom.ipc_open(h, &p);
-        const auto start = std::chrono::steady_clock::now();
-        while (st != STRATA_OK && retry_all) {
-            size_t now_closed = 0;
-            bool others_pin = false;
-            for (Mapping &m : all_) {
-                if (m.dom != &dom || m.mapped == nullptr) continue;
-                if (m.pins > 0) {
-                    const std::vector<Mapping *> &mine = pins_[c].list;
-                    others_pin = others_pin || std::find(mine.begin(), mine.end(), &m) == mine.end();
-                    continue;
-                }
-                dom.ipc_close(m.mapped);
-                m.mapped = nullptr;
-                ++now_closed;
-            }
-            *closed += now_closed;
-            if (now_closed > 0) st = dom.ipc_open(h, &p);
-            if (st == STRATA_OK || !others_pin || std::chrono::steady_clock::now() - start > kPinWait) break;
-            g.unlock();
-            std::this_thread::sleep_for(std::chrono::microseconds(500));
-            g.lock();
-        }
+        const Status st = open_locked(g, dom, h, retry_all, c, &p, closed);
         if (st != STRATA_OK) {
             if (retry_all)
                 log(1, "IPC cache: a node peer's buffer cannot be mapped (%s), copied instead", status_name(st));
@@ -115,6 +93,16 @@ public:
         pin_locked(c, &all_.back());
         *out = &all_.back();
         return STRATA_OK;
+    }
+    // A mapping of h in dom that no cache holds (a team's slot regions): opened like a
+    // cache's, making room the same way, and closed by its owner with dom.ipc_close.
+    Status open(MemDomain &dom, const IpcHandle &h, void **p) {
+        std::unique_lock<std::mutex> g(mu_);
+        size_t closed = 0;
+        const Status st = open_locked(g, dom, h, true, nullptr, p, &closed);
+        if (st == STRATA_OK && closed > 0)
+            log(2, "IPC cache: a peer's slot region mapped after closing %zu idle mapping(s) of this process", closed);
+        return st;
     }
     // Where m is mapped, pinned for c's call; nullptr when it was closed meanwhile.
     char *use(Mapping *m, bool first_use, const IpcCache *c) {
@@ -130,6 +118,37 @@ public:
 
 private:
     static constexpr std::chrono::milliseconds kPinWait{5000};
+    // dom.ipc_open(h); with retry_all, a failed open is retried as acquire() says. c:
+    // the cache whose own pins do not count as in the way (nullptr: none).
+    Status open_locked(std::unique_lock<std::mutex> &g, MemDomain &dom, const IpcHandle &h, bool retry_all,
+                       const IpcCache *c, void **p, size_t *closed) {
+        Status st = dom.ipc_open(h, p);
+        const auto start = std::chrono::steady_clock::now();
+        static const std::vector<Mapping *> none;
+        const std::vector<Mapping *> &mine = c != nullptr ? pins_[c].list : none;
+        while (st != STRATA_OK && retry_all) {
+            size_t now_closed = 0;
+            bool others_pin = false;
+            for (Mapping &m : all_) {
+                if (m.dom != &dom || m.mapped == nullptr) continue;
+                if (m.pins > 0) {
+                    others_pin = others_pin || std::find(mine.begin(), mine.end(), &m) == mine.end();
+                    continue;
+                }
+                dom.ipc_close(m.mapped);
+                m.mapped = nullptr;
+                ++now_closed;
+            }
+            *closed += now_closed;
+            if (now_closed > 0) st = dom.ipc_open(h, p);
+            if (st == STRATA_OK || !others_pin || std::chrono::steady_clock::now() - start > kPinWait) break;
+            g.unlock();
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+            g.lock();
+        }
+        return st;
+    }
+
     struct Pins {
         std::thread::id thread;
         std::vector<Mapping *> list;
@@ -202,6 +221,8 @@ void IpcCache::begin_call() {
 }
 
 void IpcCache::thread_call_begins() { table().thread_begins(); }
+
+Status IpcCache::open_unheld(MemDomain &dom, const IpcHandle &h, void **p) { return table().open(dom, h, p); }
 
 void IpcCache::end_call() {
     table().end(this);

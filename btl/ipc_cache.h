@@ -81,6 +81,11 @@ public:
     // The calling thread starts a new collective, so its previous (blocking) one has
     // ended: what that call pinned, in whichever cache, is no longer in use.
     static void thread_call_begins();
+    // Maps h for a holder outside every cache (a team's slot regions, closed with
+    // dom.ipc_close): where a stale mapping of any cache is in the way, it is closed
+    // as for a cache's own open (above), so a region allocated where a peer freed a
+    // buffer that some communicator still has mapped can still be mapped.
+    static Status open_unheld(MemDomain &dom, const IpcHandle &h, void **p);
     // This rank's buffer p as its peers map it (describe + memoised handle).
     Status describe(MemDomain &dom, const void *p, IpcRef *ref);
     // Where peer `peer`'s buffer ref is in this process: its mapping + ref.offset.
