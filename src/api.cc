@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algo/algo.h"
+#include "collectives.h"
 #include "mem/ops.h"
 #include "runner.h"
 
@@ -445,9 +446,9 @@ static strata_status_t fail_call(strata_team_t *team, strata_coll_t coll, strata
     a.count = elems > 0 ? elems : 1;
     a.counts = per.data();
     a.send_counts = per.data();
-    if (coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER)  // call_bytes is size x a rank's block
+    if (collective(coll).is(kRootBuffer))  // call_bytes is size x a rank's block
         a.count = std::max<size_t>(elems / n, 1);
-    a.uniform = coll == STRATA_COLL_ALLTOALL && call_bytes > 0;
+    a.uniform = collective(coll).is(kPairs) && call_bytes > 0;
     // Goes as far as its peers (setup, agreement), then fails the call for everyone.
     return run_collective(t, coll, a, how);
 }

@@ -15,10 +15,6 @@ namespace strata {
 
 namespace {
 
-void add(std::vector<Block> *v, size_t offset, size_t bytes) {
-    if (bytes > 0) v->push_back({offset, bytes});
-}
-
 void merge(std::vector<Block> *v) {
     std::sort(v->begin(), v->end(), [](const Block &x, const Block &y) { return x.offset < y.offset; });
     size_t n = 0;
@@ -41,48 +37,7 @@ void call_blocks(strata_coll_t coll, const CollArgs &a, int rank, int size, std:
                  std::vector<Block> *out) {
     in->clear();
     out->clear();
-    const size_t es = strata_dtype_size(a.dtype);
-    switch (coll) {
-        case STRATA_COLL_ALLREDUCE:
-            add(in, 0, a.bytes());
-            add(out, 0, a.bytes());
-            break;
-        case STRATA_COLL_REDUCE:
-            add(in, 0, a.bytes());
-            if (rank == a.root) add(out, 0, a.bytes());
-            break;
-        case STRATA_COLL_REDUCE_SCATTER:
-            add(in, 0, a.bytes());
-            add(out, 0, a.counts[rank] * es);
-            break;
-        case STRATA_COLL_ALLGATHER:
-            add(in, 0, a.count);
-            for (int r = 0; r < size; ++r) add(out, a.displs[r], a.counts[r]);
-            break;
-        case STRATA_COLL_BCAST:
-            if (rank == a.root) {
-                add(in, 0, a.count);
-            } else {
-                add(out, 0, a.count);
-            }
-            break;
-        case STRATA_COLL_GATHER:  // recvbuf: the root's only (size x count); in place, its block is in it
-            add(in, 0, a.count);
-            if (rank == a.root) add(out, 0, a.count * size_t(size));
-            break;
-        case STRATA_COLL_SCATTER:  // sendbuf: the root's only; in place, the root writes nothing
-            if (rank == a.root) add(in, 0, a.count * size_t(size));
-            if (!a.in_place) add(out, 0, a.count);
-            break;
-        case STRATA_COLL_ALLTOALL:
-            for (int r = 0; r < size; ++r) {
-                add(in, a.send_displs[r], a.send_counts[r]);
-                add(out, a.displs[r], a.counts[r]);
-            }
-            break;
-        default:
-            break;
-    }
+    collective(coll).blocks(a, rank, size, in, out);
     merge(in);
     merge(out);
 }

@@ -16,15 +16,11 @@
 #include <vector>
 
 #include "args.h"
+#include "collectives.h"
 #include "engine.h"
 #include "mem/domain.h"
 
 namespace strata {
-
-// A byte range of a buffer: what a collective reads or writes there.
-struct Block {
-    size_t offset, bytes;
-};
 
 // What `coll` reads from a.sendbuf (*in) and writes to a.recvbuf (*out) on rank
 // `rank` of `size`, sorted and with touching or overlapping blocks merged; empty blocks left out.

@@ -9,6 +9,7 @@
 
 #include "agree_call.h"
 #include "algo/algo.h"
+#include "collectives.h"
 #include "copies.h"
 #include "mem/device.h"
 #include "mem/domain.h"
@@ -52,23 +53,19 @@ uint32_t pair_sig(const Team &team, const CollArgs &a, Among among) {
 // The size of the call (count x type signature, per-rank sizes where MPI makes them
 // equal everywhere) and the rest that must match (type, op, root).
 void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t *size_sig, uint32_t *meta_sig) {
+    const Collective &c = collective(coll);
     Hash sz, meta;
     sz.add(uint64_t(coll));
-    sz.add(coll == STRATA_COLL_ALLTOALL && !a.uniform ? 1 : 0);  // alltoallv: its pairs are agreed apart
-    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
-                         coll == STRATA_COLL_REDUCE;
-    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_REDUCE_SCATTER) {
+    sz.add(c.is(kPairs) && !a.uniform ? 1 : 0);  // alltoallv: its pairs are agreed apart
+    if (c.is(kPerRankCounts)) {
         for (int r = 0; r < team.size(); ++r) sz.add(a.counts[r]);
-    } else if (coll != STRATA_COLL_ALLTOALL || a.uniform) {
-        sz.add(coll == STRATA_COLL_ALLTOALL ? a.counts[0] : a.count);  // alltoallv: sizes differ by pair
+    } else if (!c.is(kPairs) || a.uniform) {
+        sz.add(c.is(kPairs) ? a.counts[0] : a.count);
     }
-    sz.add(reduces ? strata_dtype_size(a.dtype) : 1);
-    meta.add(reduces ? uint64_t(a.dtype) : 0);
-    meta.add(reduces ? uint64_t(a.op) : 0);
-    meta.add(coll == STRATA_COLL_BCAST || coll == STRATA_COLL_REDUCE || coll == STRATA_COLL_GATHER ||
-                     coll == STRATA_COLL_SCATTER
-                 ? uint64_t(a.root)
-                 : 0);
+    sz.add(c.is(kReduces) ? strata_dtype_size(a.dtype) : 1);
+    meta.add(c.is(kReduces) ? uint64_t(a.dtype) : 0);
+    meta.add(c.is(kReduces) ? uint64_t(a.op) : 0);
+    meta.add(c.is(kRooted) ? uint64_t(a.root) : 0);
     *size_sig = sz.h;
     *meta_sig = uint32_t(meta.h ^ (meta.h >> 32));
 }
@@ -76,35 +73,8 @@ void signature(strata_coll_t coll, const Team &team, const CollArgs &a, uint64_t
 
 // The size of a call as every rank sees it (alltoallv: 0, its sizes differ by rank).
 size_t call_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
-    size_t total = 0;
-    switch (coll) {
-        case STRATA_COLL_ALLGATHER:
-            for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-            return total;
-        case STRATA_COLL_REDUCE_SCATTER:
-            return a.count * strata_dtype_size(a.dtype);
-        case STRATA_COLL_ALLTOALL:
-            return a.uniform ? a.counts[0] * size_t(team.size()) : 0;
-        case STRATA_COLL_GATHER: case STRATA_COLL_SCATTER:  // the root's buffer
-            return a.count * size_t(team.size());
-        default:
-            return a.bytes();
-    }
+    return collective(coll).call_bytes(a, team.size());
 }
-
-namespace {
-// The size a call's log line gives: what the call moves as MPI counts it (a reduction's
-// vector, everything an allgather gathers, what this rank receives in an alltoall(v)).
-size_t log_bytes(strata_coll_t coll, const Team &team, const CollArgs &a) {
-    if (coll == STRATA_COLL_ALLGATHER || coll == STRATA_COLL_GATHER || coll == STRATA_COLL_SCATTER)
-        return call_bytes(coll, team, a);
-    if (coll != STRATA_COLL_ALLTOALL) return a.bytes();
-    size_t total = 0;
-    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-    return total;
-}
-
-}  // namespace
 
 // Each rank reads the file alone; setup agrees on its hash (Team::expect_same), and
 // a team whose ranks disagree, or where one could not read it, uses the built-in
@@ -496,7 +466,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // looks at its size, type or op (the rules, a missing GPU kernel), which ranks that
     // passed different ones would decide apart; a nonblocking or persistent one at the
     // head of its team's queue, in steps (agree_call.h).
-    const bool pairs = coll == STRATA_COLL_ALLTOALL && !args.uniform;
+    const bool pairs = collective(coll).is(kPairs) && !args.uniform;
     const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
     if (blocking && team.config().check_args) {
         const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
@@ -522,9 +492,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     }
     int rule_line = rule != nullptr && !builtin_host_rules().owns(rule) ? rule->line : 0;  // of the file
     // The GPU has no kernel for some pairs (long double): agreed, as type and op are.
-    const bool reduces = coll == STRATA_COLL_ALLREDUCE || coll == STRATA_COLL_REDUCE_SCATTER ||
-                         coll == STRATA_COLL_REDUCE;
-    if (reduces && team.device() && !device_reduce_supported(args.dtype, args.op)) {
+    if (collective(coll).is(kReduces) && team.device() && !device_reduce_supported(args.dtype, args.op)) {
         const std::string which = std::string(" (") + strata_dtype_name(args.dtype) + "/" + strata_op_name(args.op) + ")";
         return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_KERNEL, which.c_str());
     }
@@ -565,7 +533,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     info.alg = alg;
     info.alg_name = table.algorithms[alg].name;
     info.rule_line = rule_line;
-    info.bytes = log_bytes(coll, team, args);
+    info.bytes = collective(coll).log_bytes(args, team.size());
     info.call_bytes = call_bytes(coll, team, args);
     info.local = args.local;
     info.quiet = quiet;
@@ -586,7 +554,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
         // place writes nothing). In place, the receive buffer may hold part of strata's
         // work: the call fails here.
         if (st != STRATA_OK && team.peers_ran_it_elsewhere() &&
-            (!args.in_place || coll == STRATA_COLL_BCAST || coll == STRATA_COLL_SCATTER)) {
+            (!args.in_place || collective(coll).is(kReplayableInPlace))) {
             log(1, "%s: %s; its peers ran this call in the previous collective component: so does this rank",
                 strata_coll_name(coll), team.first_failure().c_str());
             team.count_handback(STRATA_HANDBACK_FAILED);
