@@ -24,6 +24,7 @@
 
 #include "algo/algo.h"
 #include "algo/builders.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -39,36 +40,18 @@ std::vector<int> stream_of(const Layout &l, int i) {
     return out;
 }
 
-}  // namespace
-
-// arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
-// bytes of it (empty: already there, or this rank's own block, read from sendbuf).
-Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
-                       size_t chunk) {
+// Through the slots: the streams are cut into windows of one slot pair; per segment,
+// my window into my slot pair -> READY -> every peer's window out of its slot pair
+// into my buffer -> DONE.
+void through_windows(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived, size_t chunk) {
     Team &team = c.team();
     Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int L = l.my_local_size(), j = l.my_local();
-    if (L == 1) return STRATA_OK;  // nobody to share with; no slot used
     const size_t window = 2 * team.segment_bytes();  // both slots of a slot pair are contiguous
     MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
-
-    size_t total = 0;
-    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-    StepId mapped = kNoStep;  // decides between the two ways, both built
-    if (l.nnodes() == 1 && team.zero_copy(total)) {
-        mapped = c.map_peers(sbuf, a.counts[team.rank()]);
-        s.when(mapped, true);
-        std::vector<StepId> outs;
-        for (int i = 0; i < L; ++i) {
-            const int r = l.rank_at(0, i);
-            if (i != j) outs.push_back(s.copy_late(dom, rbuf + a.displs[r], c.peer(i, 0), a.counts[r]));
-        }
-        c.done_together(outs);
-        s.when(mapped, false);  // the windows below
-    }
 
     std::vector<std::vector<int>> streams(static_cast<size_t>(L));
     uint64_t nseg = 0;
@@ -125,7 +108,35 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
         }
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
-    s.always();
+}
+
+}  // namespace
+
+// arrived[r]: steps after which rank r's block is in recvbuf, one per `chunk`
+// bytes of it (empty: already there, or this rank's own block, read from sendbuf).
+Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector<StepId>> &arrived,
+                       size_t chunk) {
+    Team &team = c.team();
+    const Layout &l = team.layout();
+    const int L = l.my_local_size(), j = l.my_local();
+    if (L == 1) return STRATA_OK;  // nobody to share with; no slot used
+    char *rbuf = static_cast<char *>(a.recvbuf);
+    const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
+
+    size_t total = 0;
+    for (int r = 0; r < team.size(); ++r) total += a.counts[r];
+    // Read in place on one node (each peer's own block, straight into my buffer), or
+    // through the windows (through_windows).
+    NodePeers peers(c, sbuf, a.counts[team.rank()], l.nnodes() == 1 && team.zero_copy(total));
+    peers.in_place([&] {
+        std::vector<StepId> outs;
+        for (int i = 0; i < L; ++i) {
+            const int r = l.rank_at(0, i);
+            if (i != j) outs.push_back(peers.copy_from(rbuf + a.displs[r], i, 0, a.counts[r]));
+        }
+        c.done_together(outs);
+    });
+    peers.otherwise([&] { through_windows(c, a, arrived, chunk); });
     return STRATA_OK;
 }
 

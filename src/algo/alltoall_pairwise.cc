@@ -18,6 +18,7 @@
 // local peer is done reading its buffer.
 #include "algo/algo.h"
 #include "algo/builders.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -40,34 +41,32 @@ Status build_alltoall_pairwise(Call &c, const CollArgs &a) {
 
     const Layout &l = team.layout();
     const size_t total = a.send_counts[me] * size_t(p);  // uniform: the same on every rank
-    const bool try_map = a.uniform && !a.in_place && team.zero_copy(total);
-    const StepId mapped = try_map ? c.map_peers(a.sendbuf, total) : kNoStep;
+    // Node peers' blocks read in place (their send buffers mapped), or point to point
+    // as every other block.
+    NodePeers peers(c, a.sendbuf, total, a.uniform && !a.in_place && team.zero_copy(total));
     auto local = [&](int r) { return l.node_of[size_t(r)] == l.my_node(); };
+    auto by_message = [&](int r, auto &&fn) {  // fn() adds the message to or from r
+        if (local(r)) {
+            peers.otherwise(fn);
+        } else {
+            fn();
+        }
+    };
     std::vector<StepId> copies;
     for (int i = 1; i < p; ++i) {
         const int to = (me + i) % p, fr = (me - i + p) % p;
-        // Through the network, or (a node peer, not mapped) point to point as well.
-        if (try_map && local(to)) s.when(mapped, false);
         // Empty blocks are messages too, as in Open MPI's own alltoallv: a peer that
         // passed another count is then caught (a size check), never left unmatched.
-        s.send(from[size_t(to)], a.send_counts[to], to, tag, {copied_in}, true);
-        s.always();
-        if (try_map && local(fr)) s.when(mapped, false);
-        s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {copied_in}, true);
-        s.always();
-        if (try_map && local(fr)) {
-            // Mapped: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's.
-            s.when(mapped, true);
-            copies.push_back(s.copy_late(team.domain(), rbuf + a.displs[fr],
-                                         c.peer(l.local_of[size_t(fr)], a.send_displs[me]), a.counts[fr]));
-            s.always();
-        }
+        by_message(to, [&] { s.send(from[size_t(to)], a.send_counts[to], to, tag, {copied_in}, true); });
+        by_message(fr, [&] { s.recv(rbuf + a.displs[fr], a.counts[fr], fr, tag, {copied_in}, true); });
+        // Mapped: fr's block for me is at send_displs[me] in fr's buffer, as in every rank's.
+        if (local(fr))
+            peers.in_place([&] {
+                copies.push_back(
+                    peers.copy_from(rbuf + a.displs[fr], l.local_of[size_t(fr)], a.send_displs[me], a.counts[fr]));
+            });
     }
-    if (try_map) {
-        s.when(mapped, true);
-        c.done_together(copies);
-        s.always();
-    }
+    peers.in_place([&] { c.done_together(copies); });
     return STRATA_OK;
 }
 

@@ -22,6 +22,7 @@
 // local peer has said DONE for the last segment.
 #include "algo/algo.h"
 #include "algo/builders.h"
+#include "algo/node_inputs.h"
 
 namespace strata {
 
@@ -36,13 +37,8 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     const uint64_t first = c.take_segments(nseg);
     MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
-    // Node peers may read the node root's buffer in place (only it is mapped); both
-    // ways are built and the call's decision picks one.
-    const bool try_map = L > 1 && team.zero_copy(a.count);
-    const StepId mapped = try_map ? c.map_peers(buf, a.count, nr) : kNoStep;
-    auto way = [&](bool in_place) {
-        if (try_map) s.when(mapped, in_place);
-    };
+    // Node peers may read the node root's buffer in place (only it is mapped).
+    NodePeers peers(c, buf, a.count, L > 1 && team.zero_copy(a.count), nr);
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);
@@ -71,37 +67,27 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
             for (int child : children) s.send(buf + off, len, child, tag, {got});
             StepId ready = got;
             if (L > 1) {
-                StepId direct = kNoStep;
-                if (try_map) {
-                    way(true);  // peers read the data where it landed
-                    direct = s.signal(team.flag(j, kFlagReady), g + 1, {got});
-                }
-                way(false);  // through my slot
-                const StepId free = c.slots_free(g);
-                const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
-                const StepId slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
-                s.always();
+                StepId direct = kNoStep, slotted = kNoStep;
+                // Peers read the data where it landed, or from my slot.
+                peers.in_place([&] { direct = s.signal(team.flag(j, kFlagReady), g + 1, {got}); });
+                peers.otherwise([&] {
+                    const StepId free = c.slots_free(g);
+                    const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
+                    slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
+                });
                 ready = s.join({direct, slotted});
             }
             s.signal(team.flag(j, kFlagDone), g + 1, {ready});
         } else {
             const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
-            StepId direct = kNoStep;
-            if (try_map) {
-                way(true);
-                direct = s.copy_late(dom, buf + off, c.peer(nr, off), len, {w});
-            }
-            way(false);
-            const StepId slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w});
-            s.always();
+            StepId direct = kNoStep, slotted = kNoStep;
+            peers.in_place([&] { direct = peers.copy_from(buf + off, nr, off, len, {w}); });
+            peers.otherwise([&] { slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w}); });
             s.signal(team.flag(j, kFlagDone), g + 1, {direct, slotted});
         }
     }
-    if (try_map && j == nr) {  // in place: the root returns once every peer has copied
-        way(true);
-        c.wait_all(kFlagDone, first + nseg, j);
-        s.always();
-    }
+    // In place, the root returns once every peer has copied.
+    if (j == nr) peers.in_place([&] { c.wait_all(kFlagDone, first + nseg, j); });
     return STRATA_OK;
 }
 

@@ -6,30 +6,38 @@
 
 namespace strata {
 
-NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place, void *out)
-    : c_(c), buf_(static_cast<const char *>(buf)), dtype_(dtype), es_(strata_dtype_size(dtype)) {
-    if (try_in_place) decided_ = c.map_peers(buf, bytes, -1, out);
+NodePeers::NodePeers(Call &c, const void *buf, size_t bytes, bool try_in_place, int source, void *out)
+    : c_(c), s_(c.schedule()) {
+    if (try_in_place) decided_ = c.map_peers(buf, bytes, source, out);
 }
+
+StepId NodePeers::copy_from(char *dst, int local, size_t off, size_t len, const Deps &deps) {
+    return s_.copy_late(c_.team().domain(), dst, c_.peer(local, off), len, deps);
+}
+
+NodeInputs::NodeInputs(Call &c, const void *buf, size_t bytes, strata_dtype_t dtype, bool try_in_place, void *out)
+    : c_(c), peers_(c, buf, bytes, try_in_place, -1, out), buf_(static_cast<const char *>(buf)), dtype_(dtype),
+      es_(strata_dtype_size(dtype)) {}
 
 StepId NodeInputs::publish(uint64_t g, size_t off, size_t cnt, StepId free) {
     Schedule &s = c_.schedule();
     Team &team = c_.team();
     const int j = team.layout().my_local();
-    if (decided_ != kNoStep) s.when(decided_, false);
-    const StepId copied = s.copy(team.domain(), team.slot(j, g, 0), buf_ + off * es_, cnt * es_, {free});
-    const StepId raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
-    if (decided_ != kNoStep) s.always();
-    return decided_ == kNoStep ? raised : s.join({raised, free, decided_});
+    StepId raised = kNoStep;
+    peers_.otherwise([&] {
+        const StepId copied = s.copy(team.domain(), team.slot(j, g, 0), buf_ + off * es_, cnt * es_, {free});
+        raised = s.signal(team.flag(j, kFlagReady), g + 1, {copied});
+    });
+    return peers_.maybe_in_place() ? s.join({raised, free, peers_.decided()}) : raised;
 }
 
 StepId NodeInputs::ready(uint64_t g, size_t off, size_t cnt, StepId free) {
     Schedule &s = c_.schedule();
     const int j = c_.team().layout().my_local();
     const StepId published = publish(g, off, cnt, free);
-    if (decided_ != kNoStep) s.when(decided_, false);
-    const StepId slots = c_.wait_all(kFlagReady, g + 1, j, {published});
-    if (decided_ != kNoStep) s.always();
-    return decided_ == kNoStep ? slots : s.join({slots, published});
+    StepId slots = kNoStep;
+    peers_.otherwise([&] { slots = c_.wait_all(kFlagReady, g + 1, j, {published}); });
+    return peers_.maybe_in_place() ? s.join({slots, published}) : slots;
 }
 
 StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n, strata_op_t op,
@@ -39,15 +47,14 @@ StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n
     const int L = team.layout().my_local_size();
     std::vector<const void *> slots;
     for (int r = 0; r < L; ++r) slots.push_back(team.slot(r, g, 0) + (lo - off) * es_);
-    if (decided_ == kNoStep) return s.reduce(team.domain(), dst, slots, n, dtype_, op, deps);
-    s.when(decided_, false);
-    const StepId through_slots = s.reduce(team.domain(), dst, slots, n, dtype_, op, deps);
-    s.when(decided_, true);
-    std::vector<LateSrc> peers;
-    for (int r = 0; r < L; ++r) peers.push_back(c_.peer(r, lo * es_));
-    const StepId in_place = s.reduce_late(team.domain(), dst, peers, n, dtype_, op, deps);
-    s.always();
-    return s.join({through_slots, in_place});
+    StepId through_slots = kNoStep, in_place = kNoStep;
+    peers_.otherwise([&] { through_slots = s.reduce(team.domain(), dst, slots, n, dtype_, op, deps); });
+    peers_.in_place([&] {
+        std::vector<LateSrc> peers;
+        for (int r = 0; r < L; ++r) peers.push_back(c_.peer(r, lo * es_));
+        in_place = s.reduce_late(team.domain(), dst, peers, n, dtype_, op, deps);
+    });
+    return peers_.maybe_in_place() ? s.join({through_slots, in_place}) : through_slots;
 }
 
 StepId NodeInputs::reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps) {

@@ -1,5 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// src/algo/node_inputs.h - a node phase: its inputs (in place, or through the slots) and its slices.
+// src/algo/node_inputs.h - a node phase: node peers' buffers in place or not (NodePeers),
+// a reduction's inputs (NodeInputs) and its slices.
+//
+// Every node phase that can read node peers' buffers where they are (a reduction's
+// inputs, bcast's node root, allgather's and alltoall's blocks) makes the choice the
+// same way, through NodePeers: on a device team above the small-message size the
+// call maps the peers' buffers (Call::map_peers), and whether every rank of the node
+// mapped is decided while the schedule runs (a peer's buffer may not be shareable), so
+// both ways are built and the decision picks one (Schedule::when). The other way is
+// the slots (below) or, for alltoall, point-to-point messages. Return safety in place:
+// a rank must not return while a peer still reads its buffer; each phase ends with a
+// wait that says every peer is done with it (done_together, or the owner's wait for
+// every peer's DONE), built under in_place().
 //
 // A hierarchical reduction first combines, on each node, every local rank's part of
 // a pipeline segment. There are two ways to reach a node peer's part, and this is the
@@ -34,6 +46,44 @@
 
 namespace strata {
 
+// The choice above, for one call's node phase: the peers' buffers mapped in place, or
+// the other way. Steps built inside in_place() run only where every rank of the node
+// mapped; inside otherwise(), only where not (every step, when mapping was not tried).
+class NodePeers {
+public:
+    // buf: this rank's buffer of the call, bytes long; try_in_place: whether to map
+    // (team.zero_copy() said so, the same on the node); source >= 0: only that local
+    // rank's buffer is read; out: this rank's output, mapped for peers that write it.
+    NodePeers(Call &c, const void *buf, size_t bytes, bool try_in_place, int source = -1, void *out = nullptr);
+
+    template <class Fn>
+    void in_place(Fn &&fn) {
+        if (decided_ == kNoStep) return;
+        s_.when(decided_, true);
+        fn();
+        s_.always();
+    }
+    template <class Fn>
+    void otherwise(Fn &&fn) {
+        if (decided_ == kNoStep) return fn();
+        s_.when(decided_, false);
+        fn();
+        s_.always();
+    }
+    // dst <- len bytes of local rank `local`'s mapped buffer from byte off, after deps
+    // (inside in_place()).
+    StepId copy_from(char *dst, int local, size_t off, size_t len, const Deps &deps = {});
+    // Whether peers may be read in place (the decision is made while the call runs).
+    bool maybe_in_place() const { return decided_ != kNoStep; }
+    // The step that decides it (its outcome: every rank of the node mapped), or kNoStep.
+    StepId decided() const { return decided_; }
+
+private:
+    Call &c_;
+    Schedule &s_;
+    StepId decided_ = kNoStep;
+};
+
 class NodeInputs {
 public:
     // buf: this rank's input of the call (count elements of dtype). try_in_place:
@@ -55,9 +105,9 @@ public:
     // segment's first element), after deps.
     StepId reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n, strata_op_t op, const Deps &deps);
     // Whether peers may be read in place (the decision is made while the call runs).
-    bool maybe_in_place() const { return decided_ != kNoStep; }
+    bool maybe_in_place() const { return peers_.maybe_in_place(); }
     // The step that decides it (its outcome: every rank of the node mapped), or kNoStep.
-    StepId decided() const { return decided_; }
+    StepId decided() const { return peers_.decided(); }
     // The fused node phase (above; only where out was mapped, under
     // when(decided(), true)): elements [lo, lo + n) of every local input reduced once
     // into the same elements of every local output, after deps; then DONE of g.
@@ -66,10 +116,10 @@ public:
 
 private:
     Call &c_;
+    NodePeers peers_;
     const char *buf_;
     strata_dtype_t dtype_;
     size_t es_;
-    StepId decided_ = kNoStep;
 };
 
 // The other end of a node phase: the node's reduced slices of segment g, slice t
