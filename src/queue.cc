@@ -98,9 +98,20 @@ Status CallQueue::decide_head(Call &call, bool *waits) {
             *waits = true;
             return STRATA_OK;
         }
+        // A gate already here (coll_strata_check_args) agrees the call before it is
+        // decided: the hand-backs look at its size, type and op, which only the
+        // agreement makes the same everywhere. A team that is off decides alike
+        // everywhere without it (the agreed outcome of setup).
+        if (call.gate && team_.ready()) {
+            bool done = false;
+            const Status st = call.gate(&done);
+            *waits = !done;
+            if (st != STRATA_OK || !done) return st;
+        }
         const Status st = call.decide();
         if (st != STRATA_OK) return st;
         call.decide = nullptr;  // a persistent call served once is served at every start
+        return STRATA_OK;       // agreed above, or not gated: serve() gated it only where not
     }
     if (!call.gate) return STRATA_OK;
     bool done = false;

@@ -314,6 +314,10 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
+    } else if (team.config().check_args) {
+        // Agreed at the head of the queue before serve() decides anything from its size,
+        // type or op (the rules, a missing GPU kernel), as a blocking call is before.
+        return queue_undecided(team, coll, args, start, keep.quiet);
     }
     return serve(team, coll, args, start, keep.quiet, nullptr);
 }
@@ -339,7 +343,7 @@ Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallI
 // A call handed back there completes with STRATA_FALLBACK, and the glue starts it in
 // the previous component on the team's own communicator, in the queue's order.
 Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet) {
-    team.start_setup_steps();
+    if (team.stepped() || team.never_set_up()) team.start_setup_steps();
     struct Saved {
         CollArgs a;
         std::vector<size_t> arrays[4];
@@ -369,6 +373,16 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     call.decide = [&team, coll, saved, mode, quiet, &call]() {
         return decide_queued(team, coll, saved->a, mode, quiet, call);
     };
+    // coll_strata_check_args: the call's gate (its agreement) runs before it is decided
+    // (CallQueue::decide_head), so every rank decides from what all passed alike.
+    call.info.local = args.local;
+    call.info.why = args.why ? args.why : status_name(args.local);
+    uint64_t size_sig = 0;
+    uint32_t meta_sig = 0;
+    signature(coll, team, args, &size_sig, &meta_sig);
+    const bool pairs = collective(coll).is(kPairs) && !args.uniform;
+    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
+    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
     if (issue_request(team, start, owned)) return STRATA_OK;
     // Its peers queue the call: here it is decided with a rank-local error, which fails
     // it on every rank (as serve does with one it cannot give a request).
@@ -572,7 +586,10 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
             info.why = std::string("building ") + info.alg_name + ": " + status_name(st);
         }
     }
-    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
+    // A call queued undecided under check_args was agreed before it was decided: its
+    // gate stays (a persistent one remembers that it passed).
+    if (into == nullptr || !into->gate)
+        agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
     if (into != nullptr) {
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;

@@ -44,7 +44,10 @@ public:
     // A new team's first small calls (at most small_msg_size bytes, call_bytes as every
     // rank sees it) go back to the previous component, up to coll_strata_lazy_calls of
     // them, so that a communicator that lives for a few small calls costs no shared
-    // memory setup. True: hand this call back. The same answer on every rank.
+    // memory setup. True: hand this call back. The same answer on every rank where the
+    // call matches; under coll_strata_check_args never (its size is not agreed yet, and
+    // a call handed back on some ranks only would go unchecked: the team sets up at
+    // its first call instead, and the call is agreed).
     bool defer_setup(size_t call_bytes);
     // A nonblocking call came before setup (it was handed back): the next blocking call
     // sets the team up whatever its size, so that the nonblocking ones after it are

@@ -40,6 +40,7 @@
  *              refused on every rank), and one on a communicator dup'ed before must be
  *              exact
  *   straddle   check_args with the host rules on: a count small on rank 0 only fails everywhere
+ *   straddle-lazy  the same as a fresh communicator's first call (lazy calls)
  *   kinds      one mismatched call of each kind (count, datatype, op, root, alltoallv
  *              pairs, allgatherv counts), each on a communicator of its own; -A: every
  *              rank must get an error from it. Then a correct call on that
@@ -1169,23 +1170,37 @@ static double g_sleep = 10;
 /* straddle: under coll_strata_check_args with the built-in host rules on (host_handback,
  * the default), an allreduce whose count is small on rank 0 and large elsewhere: the
  * rules would hand rank 0's call back and serve the others', so the agreement must come
- * first. Every rank must get an error, and none may hang in the replaced component. */
-static int case_straddle(void)
+ * first. Every rank must get an error, and none may hang in the replaced component.
+ * With -N the mismatched call is an MPI_Iallreduce (agreed at the head of the queue,
+ * before the rules look at its size), with -P a persistent one started once.
+ * straddle-lazy: the same call first on a fresh communicator, where rank 0's count is
+ * within coll_strata_lazy_calls' small calls and the others' is not. */
+static int case_straddle(int fresh)
 {
     int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (g_nb) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  /* as in kinds: a request's error */
     enum { kBig = 100000 };
     double *a = calloc(kBig, sizeof *a), *b = calloc(kBig, sizeof *b);
     /* first, matched calls past coll_strata_lazy_calls: the team is set up */
     int rc = MPI_SUCCESS;
-    for (int i = 0; i < 6 && rc == MPI_SUCCESS; ++i) rc = MPI_Allreduce(a, b, 4, MPI_DOUBLE, MPI_SUM, comm);
+    for (int i = 0; i < 6 && !fresh && rc == MPI_SUCCESS; ++i) rc = MPI_Allreduce(a, b, 4, MPI_DOUBLE, MPI_SUM, comm);
     char eb[300];
     if (rc != MPI_SUCCESS) return say("straddle", rank, 0, "a matched call failed: rc=%s", errname(rc, eb));
     const int n = rank == 0 ? 2 : kBig;
     double t0 = MPI_Wtime();
-    rc = MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, comm);
+    if (g_nb) {
+        MPI_Request rq = MPI_REQUEST_NULL;
+        rc = g_nb == 2 ? KIND_PINIT(Allreduce, a, b, n, MPI_DOUBLE, MPI_SUM, comm)
+                       : MPI_Iallreduce(a, b, n, MPI_DOUBLE, MPI_SUM, comm, &rq);
+        if (rc == MPI_SUCCESS && g_nb == 2) rc = MPI_Start(&rq);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        if (g_nb == 2 && rq != MPI_REQUEST_NULL) MPI_Request_free(&rq);
+    } else {
+        rc = MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, comm);
+    }
     int bad = say("straddle", rank, rc != MPI_SUCCESS, "count %d: rc=%s after %.2fs (want an error)", n,
                   errname(rc, eb), MPI_Wtime() - t0);
     free(a);
@@ -1420,7 +1435,8 @@ int main(int argc, char **argv)
     else if (!strcmp(name, "mismatch")) rc = case_mismatch(xflag);
     else if (!strncmp(name, "later-", 6)) rc = case_mismatch_later(name);
     else if (!strcmp(name, "kinds")) rc = case_kinds();
-    else if (!strcmp(name, "straddle")) rc = case_straddle();
+    else if (!strcmp(name, "straddle")) rc = case_straddle(0);
+    else if (!strcmp(name, "straddle-lazy")) rc = case_straddle(1);
     else if (!strcmp(name, "deadline")) rc = case_deadline();
     else if (!strcmp(name, "optout")) rc = case_optout();
     else if (!strcmp(name, "kill")) rc = case_kill();
@@ -1430,7 +1446,7 @@ int main(int argc, char **argv)
         if (!g_world_rank)
             fprintf(stderr, "usage: fault_check basic|zero|negdisp|layouts|random|threads|null-allreduce-recv|"
                             "null-allreduce-send|null-bcast-root|null-bcast-nonroot|null-allgather|null-alltoall|"
-                            "mismatch|kinds|straddle|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-A] [-N] [-P] [-U] [-L contig|same|mixed] [-v]\n");
+                            "mismatch|kinds|straddle[-lazy]|deadline|kill|progress|overlap [-n N] [-c COUNT] [-s SEED] [-T S] [-S S] [-t T] [-x] [-A] [-N] [-P] [-U] [-L contig|same|mixed] [-v]\n");
         rc = 2;
     }
     MPI_Finalize();
