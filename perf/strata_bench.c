@@ -373,8 +373,10 @@ static void print_row(const shape_t *s, result_t rs, result_t rbase, int reducti
 }
 
 /* --comms N: the cost of a communicator's life, N times MPI_Comm_dup_with_info, one
- * 8-byte allreduce on it (exact value checked), MPI_Comm_free; with strata and on the
- * strata=off side, alternating, then both times per cycle and their ratio. */
+ * 8-byte allreduce on it (exact value checked; with --nonblocking an MPI_Iallreduce,
+ * which sets strata up in steps, never handed back as a lazy call), MPI_Comm_free; with
+ * strata and on the strata=off side, alternating, then both times per cycle and their
+ * ratio. */
 static int comm_cycles(int n, MPI_Comm ctl)
 {
     MPI_Info off;
@@ -391,7 +393,8 @@ static int comm_cycles(int n, MPI_Comm ctl)
                 MPI_Comm c;
                 long v = rank + 1, sum = 0;
                 MPI_Comm_dup_with_info(MPI_COMM_WORLD, which ? off : MPI_INFO_NULL, &c);
-                MPI_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, c);
+                MPI_Request rq;
+                ONE(Allreduce, allreduce, &v, &sum, 1, MPI_LONG, MPI_SUM, c);
                 wrong += sum != (long)nranks * (nranks + 1) / 2;
                 MPI_Comm_free(&c);
             }
@@ -405,7 +408,8 @@ static int comm_cycles(int n, MPI_Comm ctl)
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, ctl);
     if (rank == 0) {
         int done = n / 4 * 4;
-        printf("# communicator cycles (dup, one 8-byte allreduce, free), %d ranks, %d cycles each\n", nranks, done);
+        printf("# communicator cycles (dup, one 8-byte %sallreduce, free), %d ranks, %d cycles each\n",
+               nonblocking ? "nonblocking " : "", nranks, done);
         printf("# %14s %14s %8s %8s\n", "strata us/cyc", "base us/cyc", "ratio", "#wrong");
         printf("  %14.1f %14.1f %8.2f %8ld\n", t[0] / done * 1e6, t[1] / done * 1e6,
                t[0] > 0 ? t[1] / t[0] : 0, all_wrong);
