@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // src/fiber.cc - blocking code run in steps (see fiber.h).
+//
+// A fiber and the thread that resumes it switch with _setjmp/_longjmp, each jumping to
+// a frame that is still live (resume() waits on the thread's stack, yield() on the
+// fiber's). _FORTIFY_SOURCE's checked longjmp takes a jump to another stack for
+// stack smashing and aborts: it is off in this file, before any header reads it.
+#undef _FORTIFY_SOURCE
 #include "fiber.h"
 
 #include <sys/mman.h>
@@ -55,7 +61,7 @@ void Fiber::entry(unsigned lo, unsigned hi) {
     Fiber *f = reinterpret_cast<Fiber *>(uintptr_t(lo) | (uintptr_t(hi) << 32));
     f->body_();
     f->ended_ = true;
-    // Returning ends the context; uc_link takes the thread back to the last resume.
+    _longjmp(f->back_, 1);  // never returns: this stack is not entered again
 }
 
 bool Fiber::resume() {
@@ -67,20 +73,22 @@ bool Fiber::resume() {
     }
     // Not from inside itself (its own waits may progress the team that runs it).
     if (tl_current == this || (pins_ > 0 && last_ != std::this_thread::get_id())) return false;
-    if (!started_) {
-        started_ = true;
-        getcontext(&self_);
-        self_.uc_stack.ss_sp = stack_;
-        self_.uc_stack.ss_size = stack_bytes_;
-        self_.uc_link = &back_;
-        const uintptr_t me = reinterpret_cast<uintptr_t>(this);
-        makecontext(&self_, reinterpret_cast<void (*)()>(&Fiber::entry), 2, unsigned(me & 0xffffffffu),
-                    unsigned(me >> 32));
-    }
     last_ = std::this_thread::get_id();
-    Fiber *outer = tl_current;
+    Fiber *const outer = tl_current;
     tl_current = this;
-    swapcontext(&back_, &self_);
+    if (_setjmp(back_) == 0) {
+        if (started_) _longjmp(self_, 1);
+        started_ = true;
+        getcontext(&start_);
+        start_.uc_stack.ss_sp = stack_;
+        start_.uc_stack.ss_size = stack_bytes_;
+        start_.uc_link = nullptr;  // entry() never returns
+        const uintptr_t me = reinterpret_cast<uintptr_t>(this);
+        makecontext(&start_, reinterpret_cast<void (*)()>(&Fiber::entry), 2, unsigned(me & 0xffffffffu),
+                    unsigned(me >> 32));
+        setcontext(&start_);
+    }
+    // Back from the fiber: it yielded, or its body ended.
     tl_current = outer;
     return ended_;
 }
@@ -88,7 +96,7 @@ bool Fiber::resume() {
 void Fiber::yield() {
     Fiber *f = tl_current;
     if (f == nullptr || f->stack_ == nullptr) return;
-    swapcontext(&f->self_, &f->back_);
+    if (_setjmp(f->self_) == 0) _longjmp(f->back_, 1);
 }
 
 Fiber *Fiber::current() { return tl_current; }

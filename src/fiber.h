@@ -9,6 +9,7 @@
 #ifndef STRATA_FIBER_H
 #define STRATA_FIBER_H
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cstddef>
@@ -44,7 +45,11 @@ public:
 private:
     static void entry(unsigned lo, unsigned hi);
     std::function<void()> body_;
-    ucontext_t self_{}, back_{};
+    // Entered once through a ucontext (its own stack), then switched with _setjmp and
+    // _longjmp, which leave the signal mask alone: swapcontext makes a system call
+    // (sigprocmask) at every switch, twice per step, and a step runs at every progress.
+    ucontext_t start_{};
+    jmp_buf self_{}, back_{};
     char *stack_ = nullptr;
     size_t stack_bytes_;
     bool ended_ = false, started_ = false;
