@@ -39,11 +39,10 @@ namespace kern {
 
 constexpr int kUnroll = 4;
 
-// Elements per 16-byte vector of T (1: T is not a divisor of 16 bytes, no vectors).
+// Elements per 16-byte vector of T (1: T is not a divisor of 16 bytes, no vectors). A
+// constant, not a function: device code may read it without calling host code.
 template <class T>
-constexpr unsigned per_vector() {
-    return sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? unsigned(16 / sizeof(T)) : 1u;
-}
+constexpr unsigned kPerVector = sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? unsigned(16 / sizeof(T)) : 1u;
 
 // Threads worth launching for count elements of es bytes: one per vector (per element
 // for a type that does not divide 16 bytes), so no thread idles in the vector body.
@@ -54,7 +53,7 @@ inline unsigned long long launch_threads(unsigned long long count, size_t es) {
 
 template <class T>
 struct alignas(16) Vec16 {
-    T v[per_vector<T>()];
+    T v[kPerVector<T>];
 };
 
 // Element i, folded over every source, stored in dst[i].
@@ -87,7 +86,7 @@ template <class T, class Op>
 STRATA_HD void fold_vectors(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long at,
                             unsigned long long nvec, unsigned long long t, unsigned long long n) {
     using V = Vec16<T>;
-    constexpr unsigned kPer = per_vector<T>();
+    constexpr unsigned kPer = kPerVector<T>;
     const Op op{};
     unsigned long long i = t;
     for (; i + (kUnroll - 1) * n < nvec; i += kUnroll * n) {
@@ -124,7 +123,7 @@ STRATA_UNROLL
 template <class T, class Op>
 STRATA_HD void reduce_part_multi(T *const *dst, int ndst, const T *const *src, int nsrc, unsigned long long count,
                                  unsigned long long t, unsigned long long n) {
-    constexpr unsigned kPer = per_vector<T>();
+    constexpr unsigned kPer = kPerVector<T>;
     const uintptr_t phase = reinterpret_cast<uintptr_t>(dst[0]) % 16;
     bool same = kPer > 1;
     for (int d = 1; d < ndst && same; ++d) same = reinterpret_cast<uintptr_t>(dst[d]) % 16 == phase;
