@@ -317,6 +317,7 @@ StepInfo Schedule::info(StepId id) const {
     } else if (s.kind == Kind::Reduce) {
         i.bytes = s.n * strata_dtype_size(s.dtype);
         i.srcs = int(s.src_count);
+        i.dsts = int(s.dst_count);
     }
     i.deps = &deps_[s.dep_begin];
     i.ndeps = s.dep_count;

@@ -79,6 +79,7 @@ struct StepInfo {
     const uint64_t *flag;    // wait, signal: the flag, its value and what it holds
     uint64_t value, holds;
     int srcs = 0;            // reduce: operands (bytes: of each, and of the result)
+    int dsts = 0;            // reduce into several outputs (reduce_multi): how many; else 0
     const StepId *deps = nullptr;  // the steps it depends on
     uint32_t ndeps = 0;
     StepId when = kNoStep;   // runs only if step `when` decided `want` (Schedule::when)

@@ -199,6 +199,7 @@ void Team::dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg,
         if (i.peer >= 0) fprintf(f, ",\"peer\":%d,\"tag\":%d", i.peer, i.tag & (kTagSubs - 1));
         if (i.bytes) fprintf(f, ",\"bytes\":%zu", i.bytes);
         if (i.srcs) fprintf(f, ",\"srcs\":%d", i.srcs);
+        if (i.dsts) fprintf(f, ",\"dsts\":%d", i.dsts);  // one kernel writing every node peer's output
         int local = 0, which = 0;
         if (i.flag != nullptr && flag_owner(i.flag, &local, &which))
             fprintf(f, ",\"owner\":%d,\"flag\":\"%s\",\"value\":%" PRId64, layout_.rank_at(layout_.my_node(), local),
