@@ -401,11 +401,15 @@ strata_status_t strata_request_start(strata_request_t *req) {
     return STRATA_OK;
 }
 
+// done is read once after the progress: read again for the return, a completion on
+// another thread in between made it report a request done whose status it never
+// handed over (a failed call's MPI_Test saw MPI_SUCCESS).
 int strata_request_test(strata_request_t *req, strata_status_t *status) {
     if (req == nullptr) return 1;
     if (!req->done) req->team->progress_others();  // a transport's test() may only look
-    if (req->done && status) *status = req->status;
-    return req->done ? 1 : 0;
+    if (!req->done) return 0;
+    if (status) *status = req->status;
+    return 1;
 }
 
 strata_status_t strata_request_free(strata_request_t *req) {
