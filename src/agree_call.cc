@@ -18,7 +18,9 @@ public:
     HeadAgreement(Team &team, Call &call, const CallSignature &sig) : team_(team), call_(call), sig_(sig) {}
 
     Status step(bool *done) {
-        if (passed_) {
+        // Asked here, at the head of the queue: a call queued before setup did not know
+        // yet whether its team spans nodes (Team::agrees_calls).
+        if (passed_ || (!fiber_ && !team_.agrees_calls())) {
             *done = true;
             return STRATA_OK;
         }
@@ -49,8 +51,8 @@ private:
 };
 }  // namespace
 
-void agree_at_head(Team &team, Call &call, const CallSignature &sig) {
-    if (!team.config().check_args) {
+void agree_at_head(Team &team, Call &call, const CallSignature &sig, bool stack_call) {
+    if (stack_call || !team.may_agree_calls()) {
         call.gate = nullptr;
         return;
     }

@@ -35,15 +35,19 @@ struct CallSignature {
     uint32_t all_pairs;
 };
 
-// Gates a built nonblocking or persistent call on the agreement (Call::gate) where
-// coll_strata_check_args is on, else clears the gate. The agreement takes the call's
+// Gates a built nonblocking or persistent call on the agreement (Call::gate) where its
+// team agrees calls (Team::agrees_calls; before setup, where it may), else clears the gate.
+// The stack's own calls (stack_call: strata_start_t::internal, made alike on every rank
+// while Open MPI builds a communicator) are never agreed: their arguments are Open
+// MPI's, and one handed back after waiting at the head of the queue would need the
+// team's own communicator, which a team set up at creation makes only later. The agreement takes the call's
 // own verdict when it runs (CallInfo::local: bad arguments, a failed build, no memory
 // for its request), so such a call fails on every rank with the team intact.
 // A persistent call agrees at its first start and, once it passed, never again: its
 // arguments are fixed at its init, so a later start would agree on the same values.
 // One that failed agrees again at its next start, where it fails the same way on
 // every rank: only a pass is worth remembering.
-void agree_at_head(Team &team, Call &call, const CallSignature &sig);
+void agree_at_head(Team &team, Call &call, const CallSignature &sig, bool stack_call);
 
 }  // namespace strata
 

@@ -38,7 +38,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->ipc_cache_size = 64;
     cfg->ipc_cache_bytes = size_t(4) << 30;  // UCX bounds its CUDA IPC cache by bytes too
     cfg->timeout = 0;
-    cfg->check_args = 0;
+    cfg->check_args = STRATA_CHECK_ARGS_NODES;
     cfg->lazy_calls = 4;
     cfg->rules_file = nullptr;
     cfg->setup_at_creation = 0;

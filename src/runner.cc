@@ -17,6 +17,9 @@
 namespace strata {
 
 namespace {
+// One of the stack's own calls (Open MPI building a communicator): never agreed (agree_call.h).
+bool stack_call(const Start &s) { return s.how != nullptr && s.how->internal; }
+
 // FNV-1a over what MPI requires to match on every rank.
 struct Hash {
     uint64_t h = 1469598103934665603ull;
@@ -314,7 +317,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
-    } else if (team.config().check_args) {
+    } else if (team.agrees_calls() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,
         // type or op (the rules, a missing GPU kernel), as a blocking call is before.
         return queue_undecided(team, coll, args, start, keep.quiet);
@@ -381,8 +384,11 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);
     const bool pairs = collective(coll).is(kPairs) && !args.uniform;
-    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
-    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
+    // Before setup a team cannot know yet whether it will agree (agrees_calls): the
+    // gate then asks at the head of the queue, after setup.
+    const uint32_t all_pairs =
+        pairs && team.config().check_args != STRATA_CHECK_ARGS_OFF ? pair_sig(team, args, [](int) { return true; }) : 0;
+    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs}, stack_call(start));
     if (issue_request(team, start, owned)) return STRATA_OK;
     // Its peers queue the call: here it is decided with a rank-local error, which fails
     // it on every rank (as serve does with one it cannot give a request).
@@ -408,14 +414,19 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
     // (nothing has moved yet), so every rank runs it in the previous component.
     Waiter w = team.waiter();
     w.stop = [&team] { return team.check_broken(); };
-    // A failed agreement leaves the team as it was: numbered messages keep the next
-    // one from reading this one's (btl/exchange.h).
-    if (const Status st = team.agreements().min(v, 7, w, "coll_strata_check_args", &waited); st != STRATA_OK) {
+    // An agreement that did not end (this rank's deadline, a peer that gave it up) is
+    // not alike everywhere: a late peer may still complete it from the messages sent
+    // before this rank gave up, and start the call. So it fails the call about to be
+    // numbered, as any failure: node peers see the flag, other nodes get the notice,
+    // and every rank hands later calls back (a mismatch, which every rank sees alike,
+    // leaves the team as it was). Numbered messages keep the next agreement from
+    // reading this one's (btl/exchange.h).
+    const auto gave_up = [&](Status st) {
         if (team.broken()) return STRATA_FALLBACK;
-        team.set_last_error(std::string(strata_coll_name(coll)) + ": " + waited);
-        log(1, "%s", team.last_error().c_str());
-        return st;
-    }
+        return team.fail_call(st, std::string(strata_coll_name(coll)) + ": " + waited, team.call_number() + 1);
+    };
+    if (const Status st = team.agreements().min(v, 7, w, "coll_strata_check_args", &waited); st != STRATA_OK)
+        return gave_up(st);
     char b[160];
     if (local != STRATA_OK) {
         snprintf(b, sizeof b, "%s: %s", strata_coll_name(coll), why.c_str());
@@ -445,12 +456,8 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
     std::vector<int> all(size_t(team.size()), 0);
     if (const Status st = team.agreements().allgather(int(all_pairs), all.data(), w,
                                                       "coll_strata_check_args (alltoallv pairs)", &waited);
-        st != STRATA_OK) {
-        if (team.broken()) return STRATA_FALLBACK;
-        team.set_last_error(std::string(strata_coll_name(coll)) + ": " + waited);
-        log(1, "%s", team.last_error().c_str());
-        return st;
-    }
+        st != STRATA_OK)
+        return gave_up(st);
     uint32_t sum = 0;
     for (int x : all) sum += uint32_t(x);
     if (sum != 0) {
@@ -481,8 +488,8 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // passed different ones would decide apart; a nonblocking or persistent one at the
     // head of its team's queue, in steps (agree_call.h).
     const bool pairs = collective(coll).is(kPairs) && !args.uniform;
-    const uint32_t all_pairs = pairs && team.config().check_args ? pair_sig(team, args, [](int) { return true; }) : 0;
-    if (blocking && team.config().check_args) {
+    const uint32_t all_pairs = pairs && team.agrees_calls() ? pair_sig(team, args, [](int) { return true; }) : 0;
+    if (blocking && team.agrees_calls()) {
         const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
                                      args.why ? args.why : "");
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
@@ -589,7 +596,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // A call queued undecided under check_args was agreed before it was decided: its
     // gate stays (a persistent one remembers that it passed).
     if (into == nullptr || !into->gate)
-        agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs});
+        agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs}, stack_call(start));
     if (into != nullptr) {
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;

@@ -151,6 +151,15 @@ typedef enum strata_stream_flags {
     STRATA_STREAM_FLAGS_AUTO = 1  /* the stream, where every rank's GPU can */
 } strata_stream_flags_t;
 
+/* coll_strata_check_args: where every call's arguments are agreed before it runs.
+ * A one-node team compares its ranks' signatures in its shared segment at each call's
+ * end, at no extra message; across nodes only an agreement sees every rank's. */
+typedef enum strata_check_args {
+    STRATA_CHECK_ARGS_OFF = 0,   /* never: across nodes a mismatch may return success on some ranks */
+    STRATA_CHECK_ARGS_ON = 1,    /* every call, on every team (and no lazy calls) */
+    STRATA_CHECK_ARGS_NODES = 2  /* every call of a team that spans nodes (the default) */
+} strata_check_args_t;
+
 /* Settings: one copy per team, filled from MCA variables by the glue. */
 #define STRATA_ALG_AUTO (-1)
 #define STRATA_ALG_BASE (-2)  /* every call of the collective to the component strata replaced */
@@ -169,7 +178,7 @@ typedef struct strata_config {
     int ipc_cache_size;             /* node peers' device buffers kept mapped (CUDA IPC); 0: copy instead */
     size_t ipc_cache_bytes;         /* and at most this many bytes of their allocations; 0: no byte bound */
     double timeout;                 /* seconds without progress before a call fails; 0: wait for ever */
-    int check_args;                 /* agree count x signature, op and root before each call */
+    int check_args;                 /* strata_check_args_t: agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
     int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */

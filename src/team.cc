@@ -124,7 +124,7 @@ void Team::finish_setup() {
 // ... call: the same calls on every rank, so the answer is agreed, at the cost of
 // one small allgather per doubling.
 bool Team::defer_setup(size_t call_bytes) {
-    if (setup_ != Setup::NotYet || cfg_.check_args || call_bytes > cfg_.small_msg_size ||
+    if (setup_ != Setup::NotYet || cfg_.check_args == STRATA_CHECK_ARGS_ON || call_bytes > cfg_.small_msg_size ||
         lazy_seen_ >= cfg_.lazy_calls)
         return false;
     ++lazy_seen_;

@@ -144,6 +144,18 @@ public:
     // Set up and serving: a nonblocking call may only use a team in this state (setup
     // agrees among all ranks, which a nonblocking call must not wait for).
     bool ready() const { return setup_ == Setup::Ready && !broken(); }
+    // Whether this team's calls are agreed before they run (coll_strata_check_args):
+    // always, never, or on a team set up across nodes, where the node's own signature
+    // check at a call's end cannot see every rank. From settings and the agreed layout
+    // only: the same on every rank.
+    bool agrees_calls() const {
+        return cfg_.check_args == STRATA_CHECK_ARGS_ON ||
+               (cfg_.check_args == STRATA_CHECK_ARGS_NODES && setup_ == Setup::Ready && layout_.nnodes() > 1);
+    }
+    // agrees_calls(), or it may once setup (not ended yet) has told the layout.
+    bool may_agree_calls() const {
+        return agrees_calls() || (cfg_.check_args == STRATA_CHECK_ARGS_NODES && setup_ == Setup::NotYet);
+    }
     // While the team's private communicator is being made (open_private) every call on
     // it is handed back: the stack makes it with the communicator's own collectives,
     // whose progress may run on any thread (read without the team's lock).

@@ -38,7 +38,7 @@ typedef struct mca_coll_strata_component_t {
     int ipc_cache_size;     /* peers' device buffers kept mapped per communicator; 0: off */
     size_t ipc_cache_bytes; /* and the most bytes of their allocations; 0: no byte bound */
     double timeout;         /* seconds without progress before a call fails; 0: none */
-    bool check_args;        /* agree size, type, op and root before every call */
+    int check_args;         /* strata_check_args_t: agree size, type, op and root before calls */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
     bool setup_at_creation; /* set a communicator up when it is made */
     bool host_handback;     /* host-memory teams: built-in host rules hand small calls back */

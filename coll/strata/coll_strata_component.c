@@ -224,6 +224,11 @@ static void check_ranges(void)
         warn_range("device_transport", "(a number)", "auto, direct, staged", "auto");
         cs->device_transport = STRATA_DEVICE_TRANSPORT_AUTO;
     }
+    if (cs->check_args != STRATA_CHECK_ARGS_OFF && cs->check_args != STRATA_CHECK_ARGS_ON &&
+        cs->check_args != STRATA_CHECK_ARGS_NODES) {
+        warn_range("check_args", "(a number)", "auto, true, false", "auto");
+        cs->check_args = STRATA_CHECK_ARGS_NODES;
+    }
     if (cs->stream_flags != STRATA_STREAM_FLAGS_OFF && cs->stream_flags != STRATA_STREAM_FLAGS_AUTO) {
         warn_range("stream_flags", "(a number)", "auto, 0", "auto");
         cs->stream_flags = STRATA_STREAM_FLAGS_AUTO;
@@ -335,7 +340,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->ipc_cache_size = d->ipc_cache_size;
     cs->ipc_cache_bytes = d->ipc_cache_bytes;
     cs->timeout = d->timeout;
-    cs->check_args = 0 != d->check_args;
+    cs->check_args = d->check_args;
     cs->lazy_calls = d->lazy_calls;
     cs->setup_at_creation = 0 != d->setup_at_creation;
     cs->host_handback = 0 != d->host_handback;
@@ -515,14 +520,24 @@ static int mca_coll_strata_register(void)
         "sleeps otherwise; without it calls advance in MPI calls (MPI_Test, MPI_Wait, ...)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &cs->progress_thread);
-    (void) mca_base_component_var_register(c, "check_args",
-        "Before each collective, agree across the communicator on what MPI requires to "
-        "match (count x datatype size, the datatype, op and root) and on every rank's "
-        "arguments being valid; on a mismatch every rank returns MPI_ERR_TRUNCATE (sizes) "
-        "or MPI_ERR_ARG, and nothing moves. Costs one small allreduce per call (see the "
-        "README for the measured cost); for debugging erroneous programs",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &cs->check_args);
+    {
+        static const mca_base_var_enum_value_t check_args[] = {
+            { STRATA_CHECK_ARGS_NODES, "auto" }, { STRATA_CHECK_ARGS_ON, "true" },
+            { STRATA_CHECK_ARGS_OFF, "false" }, { 0, NULL }
+        };
+        register_enum_var(c, "check_args",
+            "Before a collective runs, agree across the communicator on what MPI requires to "
+            "match (count x datatype size, the datatype, op and root, alltoallv's per-pair "
+            "counts) and on every rank's arguments being valid; on a mismatch every rank "
+            "returns MPI_ERR_TRUNCATE (sizes) or MPI_ERR_ARG and nothing moves. auto: on "
+            "communicators that span nodes (on one node the ranks compare the call in shared "
+            "memory at its end, at no cost, and every rank gets the error there too); true: "
+            "on every communicator, and no call is handed back before setup (lazy_calls); "
+            "false: never, and across nodes a rank may then return MPI_SUCCESS from a "
+            "mismatched call. Costs one small allreduce of strata's own per call (README: "
+            "Measured)",
+            check_args, OPAL_INFO_LVL_4, &cs->check_args);
+    }
     (void) mca_base_component_var_register(c, "host_handback",
         "On communicators where strata runs in host memory (no rank has a GPU; "
         "host_buffers), hand the calls that the built-in host rules name back to the "
@@ -623,7 +638,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->ipc_cache_size = cs->ipc_cache_size > 0 ? cs->ipc_cache_size : 0;
     cfg->ipc_cache_bytes = cs->ipc_cache_bytes;
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
-    cfg->check_args = cs->check_args ? 1 : 0;
+    cfg->check_args = cs->check_args;
     cfg->lazy_calls = cs->lazy_calls;
     cfg->setup_at_creation = cs->setup_at_creation ? 1 : 0;
     cfg->host_handback = cs->host_handback ? 1 : 0;

@@ -164,6 +164,58 @@ TEST(Call, CheckArgsAgreesBeforeAnythingMovesAndKeepsTheTeam) {
     for (int k = 0; k < 4; ++k) EXPECT_EQ(r.st[k], STRATA_ERR_TRUNCATE) << "rank " << k;
 }
 
+// coll_strata_check_args auto (the default): a team across nodes agrees every call, so
+// a mismatch that the data cannot show (an op, a datatype of the same size) fails on
+// every rank and moves nothing; the same call with check_args off returns success on
+// the ranks of the node that did not see it (rank 3's node compares it at the end).
+strata_status_t max_on_rank3(int rank, strata_team_t *team, bool *moved) {
+    std::vector<int> v(64, rank + 1);
+    const strata_status_t st = strata_allreduce(team, STRATA_IN_PLACE, v.data(), v.size(), STRATA_INT32,
+                                                rank == 3 ? STRATA_OP_MAX : STRATA_OP_SUM);
+    *moved = v[0] != rank + 1;
+    return st;
+}
+
+TEST(Call, CheckArgsAutoAgreesEveryCallAcrossNodes) {
+    bool moved[4] = {};
+    const Ranks r = on_teams(
+        kTwoNodes,
+        [&moved](int rank, strata_team_t *team) {
+            int wrong = 0;
+            EXPECT_EQ(sum(team, rank, 64, 4, &wrong), STRATA_OK);  // set up
+            const strata_status_t st = max_on_rank3(rank, team, &moved[rank]);
+            EXPECT_EQ(sum(team, rank, 64, 4, &wrong), STRATA_OK) << "rank " << rank << ": the team goes on";
+            EXPECT_EQ(wrong, 0);
+            return st;
+        },
+        0, STRATA_CHECK_ARGS_NODES);
+    for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(r.st[k], STRATA_ERR_ARG) << "rank " << k;
+        EXPECT_FALSE(moved[k]) << "rank " << k;
+    }
+    const Ranks off = on_teams(kTwoNodes, [&moved](int rank, strata_team_t *team) {
+        int wrong = 0;
+        EXPECT_EQ(sum(team, rank, 64, 4, &wrong), STRATA_OK);
+        return max_on_rank3(rank, team, &moved[rank]);
+    });
+    EXPECT_EQ(off.st[0], STRATA_OK) << "check_args off: no agreement, rank 0 cannot see rank 3's op";
+}
+
+// On one node auto sends no agreement message (the node compares each call's
+// signature in shared memory at its end) and a mismatch still fails on every rank.
+TEST(Call, CheckArgsAutoOnOneNodeLeavesItToTheNode) {
+    const Ranks r = on_teams(
+        {0, 0, 0, 0},
+        [](int rank, strata_team_t *team) {
+            int wrong = 0;
+            EXPECT_EQ(sum(team, rank, 64, 4, &wrong), STRATA_OK);
+            bool moved = false;
+            return max_on_rank3(rank, team, &moved);
+        },
+        0, STRATA_CHECK_ARGS_NODES);
+    for (int k = 0; k < 4; ++k) EXPECT_NE(r.st[k], STRATA_OK) << "rank " << k;
+}
+
 TEST(Call, ManyCallsNumberedAlikeStayExact) {
     // More calls than tag slots: tags and flags come from the call number, not counts.
     const Ranks r = on_teams(kTwoNodes, [](int rank, strata_team_t *team) {

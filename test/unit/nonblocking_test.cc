@@ -262,11 +262,15 @@ TEST(Nonblocking, ABlockingCallOnAnotherTeamStillAdvancesTheQueuedOne) {
 
 // A rank whose queued call fails at its start (a NULL buffer with bytes to move)
 // fails it for everyone: its peers' requests complete with an error, and later calls
-// on the team go to the previous component, instead of waiting for ever.
+// on the team go to the previous component, instead of waiting for ever. (Without
+// check_args: with it, the default across nodes, the agreement fails the call on every
+// rank before it starts and the team goes on.)
 TEST(Nonblocking, ALocalFailureInAQueuedCallReachesThePeers) {
     strata_test::ThreadJob job(4);
     job.run([&](int rank) {
-        strata_team_t *t = make_team(job, rank, {0, 0, 2, 2}, host_config());
+        strata_config_t cfg = host_config();
+        cfg.check_args = STRATA_CHECK_ARGS_OFF;
+        strata_team_t *t = make_team(job, rank, {0, 0, 2, 2}, cfg);
         set_up(t, 4);
         std::vector<int> in(4000, 1), out(4000), out2(4000);
         strata_request_t *ok = nullptr, *bad = nullptr;
@@ -304,6 +308,15 @@ struct CountingMins {
     static void cancel(void *c, void *req, int is_recv) { of(c).inner.cancel(of(c).inner.ctx, req, is_recv); }
 };
 
+// A team of job's rank whose agreement messages c counts (nullptr if it cannot be made).
+strata_team_t *counting_team(strata_test::ThreadJob &job, int rank, int key, const strata_config_t &cfg,
+                             CountingMins *c) {
+    c->inner = job.transport(rank);
+    strata_transport_t tp = strata_test::forwarding_transport(c, c->inner);
+    strata_team_t *t = nullptr;
+    return strata_team_create(rank, int(job.size()), key, &tp, &cfg, &t) == STRATA_OK ? t : nullptr;
+}
+
 strata_config_t checking_config() {
     strata_config_t cfg = host_config();
     cfg.check_args = 1;
@@ -315,12 +328,14 @@ strata_config_t checking_config() {
 // the 60 s deadline fails it). Rank 2 passes half the count: every rank's request
 // completes with STRATA_ERR_TRUNCATE, no rank's output is written, and the team goes
 // on (a matched nonblocking call and a blocking one after it are served, exact).
-void queued_mismatch(const std::vector<int> &keys, bool set_up_first) {
+void queued_mismatch(const std::vector<int> &keys, bool set_up_first, int check_args = STRATA_CHECK_ARGS_ON) {
     const int size = int(keys.size());
     strata_test::ThreadJob job(size);
     std::atomic<bool> rank0_started{false};
     job.run([&](int rank) {
-        strata_team_t *t = make_team(job, rank, keys, checking_config());
+        strata_config_t cfg = checking_config();
+        cfg.check_args = check_args;
+        strata_team_t *t = make_team(job, rank, keys, cfg);
         if (set_up_first) set_up(t, size);
         std::vector<int> in(4000, rank + 1), out(4000, -7);
         strata_request_t *bad = nullptr, *ok = nullptr;
@@ -351,6 +366,40 @@ TEST(Nonblocking, CheckArgsAgreesAQueuedCallWithoutWaitingInItsStartOneRankPerNo
 }
 // The team's first call: queued undecided behind its setup in steps, agreed after it.
 TEST(Nonblocking, CheckArgsAgreesACallQueuedBehindSetup) { queued_mismatch({0, 0, 2, 2}, false); }
+// check_args auto (the default): a call queued before setup does not know yet whether
+// its team spans nodes; its gate asks at the head of the queue, after setup.
+TEST(Nonblocking, CheckArgsAutoAgreesACallQueuedBehindSetupOnTwoNodes) {
+    queued_mismatch({0, 0, 2, 2}, false, STRATA_CHECK_ARGS_NODES);
+}
+TEST(Nonblocking, CheckArgsAutoAgreesAQueuedCallOnTwoNodes) {
+    queued_mismatch({0, 0, 2, 2}, true, STRATA_CHECK_ARGS_NODES);
+}
+
+// On one node auto agrees nothing: no agreement message at any nonblocking call.
+TEST(Nonblocking, CheckArgsAutoSendsNoAgreementOnOneNode) {
+    strata_test::ThreadJob job(4);
+    std::vector<CountingMins> counting(4);
+    job.run([&](int rank) {
+        CountingMins &c = counting[size_t(rank)];
+        strata_config_t cfg = host_config();
+        cfg.check_args = STRATA_CHECK_ARGS_NODES;
+        strata_team_t *t = counting_team(job, rank, 0, cfg, &c);
+        ASSERT_NE(t, nullptr);
+        set_up(t, 4);
+        const int before = c.sent;
+        std::vector<int> in(2500, rank + 1), out(2500, -7);
+        for (int k = 0; k < 3; ++k) {
+            strata_request_t *req = nullptr;
+            ASSERT_EQ(strata_iallreduce(t, in.data(), out.data(), in.size(), STRATA_INT32, STRATA_OP_SUM, nullptr, &req),
+                      STRATA_OK);
+            EXPECT_EQ(wait(req), STRATA_OK);
+            EXPECT_EQ(out[2499], 10);
+            strata_request_free(req);
+        }
+        EXPECT_EQ(c.sent - before, 0) << "rank " << rank << ": agreed on one node";
+        strata_team_destroy(t);
+    });
+}
 
 // A persistent call: a mismatched one (rank 1's op) fails on every rank at each start,
 // nothing written; a matched one is agreed at its first start only (this rank sends no
@@ -361,11 +410,8 @@ TEST(Nonblocking, CheckArgsAgreesAPersistentCallAtItsFirstStartOnly) {
     std::vector<CountingMins> counting(4);
     job.run([&](int rank) {
         CountingMins &c = counting[size_t(rank)];
-        c.inner = job.transport(rank);
-        strata_transport_t tp = strata_test::forwarding_transport(&c, c.inner);
-        strata_team_t *t = nullptr;
-        const strata_config_t cfg = checking_config();
-        ASSERT_EQ(strata_team_create(rank, 4, keys[size_t(rank)], &tp, &cfg, &t), STRATA_OK);
+        strata_team_t *t = counting_team(job, rank, keys[size_t(rank)], checking_config(), &c);
+        ASSERT_NE(t, nullptr);
         set_up(t, 4);
         const size_t n = 2500;
         std::vector<int> in(n, rank + 1), out(n, -7);
