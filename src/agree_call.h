@@ -36,12 +36,12 @@ struct CallSignature {
 };
 
 // Gates a built nonblocking or persistent call on the agreement (Call::gate) where its
-// team agrees calls (Team::agrees_calls; before setup, where it may), else clears the gate.
-// The stack's own calls (stack_call: strata_start_t::internal, made alike on every rank
-// while Open MPI builds a communicator) are never agreed: their arguments are Open
-// MPI's, and one handed back after waiting at the head of the queue would need the
-// team's own communicator, which a team set up at creation makes only later. The agreement takes the call's
-// own verdict when it runs (CallInfo::local: bad arguments, a failed build, no memory
+// team agrees calls (Team::agrees_calls; before setup, where it may), else clears the
+// gate. The stack's own calls (stack_call: strata_start_t::internal, made alike on
+// every rank while Open MPI builds a communicator) are never agreed: their arguments
+// are Open MPI's, and one handed back after waiting at the head of the queue would
+// need the team's own communicator, which a team set up at creation makes only later.
+// The agreement takes the call's own verdict when it runs (CallInfo::local: bad arguments, a failed build, no memory
 // for its request), so such a call fails on every rank with the team intact.
 // A persistent call agrees at its first start and, once it passed, never again: its
 // arguments are fixed at its init, so a later start would agree on the same values.
