@@ -335,10 +335,12 @@ Status NodeChannel::open_peers(uint64_t n, int me, int local_size, MemDomain &do
     }
     for (int i = 0; i < local_size && ok; ++i) {
         const Post *p = post_of(shm_.mailbox(i), n);
-        if (i == me || p->empty) continue;
+        if (i == me) continue;
         char *mapped = nullptr;
-        ok = ipc_.map(dom, i, p->ref, &mapped) == STRATA_OK;
-        (*bufs)[size_t(i)] = mapped;
+        if (!p->empty) {  // an output is mapped even so (a peer with no input still receives)
+            ok = ipc_.map(dom, i, p->ref, &mapped) == STRATA_OK;
+            (*bufs)[size_t(i)] = mapped;
+        }
         if (ok && outs != nullptr) {
             ok = ipc_.map(dom, i, p->out, &mapped) == STRATA_OK;
             (*outs)[size_t(i)] = mapped;

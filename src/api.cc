@@ -132,8 +132,9 @@ static strata_status_t allreduce(strata_team_t *team, const void *sendbuf, void 
 // Common entry checks: a team, a known collective; the byte forms take STRATA_BYTE.
 static Status check_team(strata_team_t *team) { return team ? STRATA_OK : STRATA_ERR_ARG; }
 
+// uniform: plain allgather, whose blocks lie at r x the block in every rank's recvbuf.
 static strata_status_t allgatherv(strata_team_t *team, const void *sendbuf, void *recvbuf, const size_t *bytes,
-                                  const size_t *displs, const Start &how) {
+                                  const size_t *displs, const Start &how, bool uniform = false) {
     STRATA_CHECK(check_team(team));
     if (!bytes || !displs) return STRATA_ERR_ARG;
     Team &t = *static_cast<Team *>(team);
@@ -144,6 +145,7 @@ static strata_status_t allgatherv(strata_team_t *team, const void *sendbuf, void
     a.count = bytes[t.rank()];
     a.counts = bytes;
     a.displs = displs;
+    a.uniform = uniform;
     size_t total = 0;
     for (int r = 0; r < t.size(); ++r) total += bytes[r];
     if (total == 0) return STRATA_OK;  // the same on every rank: MPI makes the counts agree
@@ -171,7 +173,7 @@ static strata_status_t allgather(strata_team_t *team, const void *sendbuf, void 
     STRATA_CHECK(check_team(team));
     const Team &t = *static_cast<Team *>(team);
     std::vector<size_t> &bytes = uniform_blocks(t, bytes_per_rank), &displs = uniform_displs(t, bytes_per_rank);
-    return allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data(), how);
+    return allgatherv(team, sendbuf, recvbuf, bytes.data(), displs.data(), how, true);
 }
 
 static strata_status_t bcast(strata_team_t *team, void *buf, size_t bytes, int root, const Start &how) {

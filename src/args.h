@@ -21,7 +21,7 @@ struct CollArgs {
     const size_t *displs = nullptr; // per-rank byte offsets in recvbuf (*v)
     const size_t *send_counts = nullptr;  // alltoallv: bytes to each rank
     const size_t *send_displs = nullptr;  // alltoallv: byte offsets in sendbuf
-    bool uniform = false;           // alltoall (not v): every block the same size at r * size, on every rank
+    bool uniform = false;           // allgather, alltoall (not v): every block the same size at r * size, on every rank
     // A bad argument of this rank (a NULL buffer with bytes to move): the call still
     // goes as far as every rank goes, then fails here and tells the peers.
     Status local = STRATA_OK;

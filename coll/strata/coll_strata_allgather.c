@@ -170,7 +170,10 @@ static int allgather_any(mca_coll_strata_module_t *m, const char *name, const vo
     if (NULL != why) {
         rc = mca_coll_strata_fail(m, STRATA_COLL_ALLGATHER, name, st, why, call_bytes, served);
     } else {
-        st = strata_allgatherv(m->team, c.s, c.base, c.bytes, c.displs);
+        /* MPI_Allgather's blocks lie at r x the block on every rank (packed or not):
+         * said to the core, whose one-node kernel writes them into peers' buffers. */
+        st = 0 == strcmp(name, "allgather") ? strata_allgather(m->team, c.s, c.base, c.bytes[0])
+                                            : strata_allgatherv(m->team, c.s, c.base, c.bytes, c.displs);
         if (STRATA_OK == st && 0 != strcmp(name, "allgather")) {
             mca_coll_strata_log_variant(m, STRATA_COLL_ALLGATHER, name, c.total, "");
         }
@@ -335,9 +338,9 @@ static int allgather_nb(mca_coll_strata_module_t *m, const char *name, const voi
             return mca_coll_strata_nb_local_failure(r, STRATA_COLL_ALLGATHER, st, why, total, STRATA_BYTE,
                                                     STRATA_OP_SUM, request, &rc) ? rc : MPI_ERR_NO_MEM;
         }
-        if (mca_coll_strata_nb_taken(r, strata_iallgatherv(m->team, c.s, c.base, c.bytes, c.displs, &r->how,
-                                                           &r->core),
-                                     request, &rc)) {
+        st = NULL == rcounts ? strata_iallgather(m->team, c.s, c.base, c.bytes[0], &r->how, &r->core)
+                             : strata_iallgatherv(m->team, c.s, c.base, c.bytes, c.displs, &r->how, &r->core);
+        if (mca_coll_strata_nb_taken(r, st, request, &rc)) {
             free(v);
             return rc;
         }

@@ -5,11 +5,12 @@
 // every other node m, its peer on rail j; every block thus reaches exactly one
 // rank per node, which shares it through shared memory (allgather_share).
 //
-//   node n: (n,0) (n,1) (n,2)          1. own block -> recvbuf (unless in place)
-//             |  \   |     |           2. send own block to the rail-j peer of every
-//   node m: (m,0) (m,1)                   other node; receive the blocks whose rail
-//             [shm slots]                I serve into recvbuf
-//                                      3. publish own + received blocks per segment
+//   node n: (n,0) (n,1) (n,2)          1. send own block to the rail-j peer of every
+//             |  \   |     |              other node; receive the blocks whose rail
+//   node m: (m,0) (m,1)                   I serve into recvbuf
+//             [shm slots]              2. own block -> recvbuf (unless in place), and
+//                                         publish own + received blocks per segment
+//                                         (allgather_share)
 #include "algo/algo.h"
 #include "algo/builders.h"
 
@@ -20,11 +21,8 @@ Status build_allgather_hier_direct(Call &c, const CollArgs &a) {
     Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
-    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const int tag = c.tag(0);  // one message per (sender, receiver) pair
-
-    if (!a.in_place) s.copy(dom, rbuf + a.displs[me], a.sendbuf, a.counts[me]);
 
     std::vector<std::vector<StepId>> arrived(size_t(team.size()));
     for (int n = 0; n < l.nnodes(); ++n) {

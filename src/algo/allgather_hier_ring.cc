@@ -26,11 +26,8 @@ Status build_allgather_hier_ring(Call &c, const CollArgs &a) {
     const int me = team.rank(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     const int N = l.nnodes(), lmax = l.max_local_size();
     const size_t chunk = team.segment_bytes();
-    MemDomain &dom = team.domain();
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);
-
-    if (!a.in_place) s.copy(dom, rbuf + a.displs[me], sbuf, a.counts[me]);
 
     // The block rail t carries for node n (-1: node n has no local rank t).
     auto item = [&](int t, int n) { return t < l.local_size(n) ? l.rank_at(n, t) : -1; };

@@ -16,10 +16,14 @@
 // out of its slot pair into my buffer -> DONE.
 //
 // On a device team with a single node there are no remote blocks: every stream is
-// one rank's own block. There the ranks map each other's send buffers through CUDA
-// IPC (Call::map_peers) and each copies every peer's block straight into its
-// receive buffer, one copy per block, without slots; a rank returns once every
-// local peer is done reading its block.
+// one rank's own block. There the ranks map each other's buffers through CUDA IPC
+// (Call::map_peers) and move the blocks without slots. A plain allgather (a.uniform:
+// every block at r x the block in every rank's buffer) writes: each rank writes its
+// own block into every local rank's receive buffer with one kernel
+// (MemDomain::reduce_multi with one source: a copy to many), reading it once. An
+// allgatherv, whose displacements are each rank's own, reads: each rank copies every
+// peer's block out of its send buffer, one copy per block. Either way a rank returns
+// once every local peer is done with its buffers (Call::done_together).
 #include <algorithm>
 
 #include "algo/algo.h"
@@ -119,24 +123,42 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
     Team &team = c.team();
     const Layout &l = team.layout();
     const int L = l.my_local_size(), j = l.my_local();
-    if (L == 1) return STRATA_OK;  // nobody to share with; no slot used
     char *rbuf = static_cast<char *>(a.recvbuf);
     const char *sbuf = static_cast<const char *>(a.sendbuf);  // my own block (also in place)
+    const size_t mine = a.counts[team.rank()], at = a.displs[team.rank()];
+    // My own block into my recvbuf (the fused kernel below writes it with the others).
+    auto own = [&] {
+        if (!a.in_place) c.schedule().copy(team.domain(), rbuf + at, sbuf, mine);
+    };
+    if (L == 1) return own(), STRATA_OK;  // nobody to share with; no slot used
 
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-    // Read in place on one node (each peer's own block, straight into my buffer), or
-    // through the windows (through_windows).
-    NodePeers peers(c, sbuf, a.counts[team.rank()], l.nnodes() == 1 && team.zero_copy(total));
+    // In place on one node (above), or through the windows (through_windows).
+    // Agreed: the layout, zero_copy() and uniform (the same collective on every rank).
+    NodePeers peers(c, sbuf, mine, l.nnodes() == 1 && team.zero_copy(total), -1, a.uniform ? rbuf : nullptr);
     peers.in_place([&] {
         std::vector<StepId> outs;
-        for (int i = 0; i < L; ++i) {
-            const int r = l.rank_at(0, i);
-            if (i != j) outs.push_back(peers.copy_from(rbuf + a.displs[r], i, 0, a.counts[r]));
+        if (a.uniform) {  // my block into every buffer (into mine unless it is there)
+            std::vector<LateSrc> to;
+            for (int i = 0; i < L; ++i)
+                if (i != j || !a.in_place) to.push_back(c.peer_out(i, at));
+            if (mine > 0 && !to.empty())
+                outs.push_back(c.schedule().reduce_multi_late(team.domain(), to, {c.peer(j, 0)}, mine, STRATA_BYTE,
+                                                              STRATA_OP_BOR, {peers.decided()}));
+        } else {  // every peer's block out of its send buffer
+            own();
+            for (int i = 0; i < L; ++i) {
+                const int r = l.rank_at(0, i);
+                if (i != j) outs.push_back(peers.copy_from(rbuf + a.displs[r], i, 0, a.counts[r]));
+            }
         }
         c.done_together(outs);
     });
-    peers.otherwise([&] { through_windows(c, a, arrived, chunk); });
+    peers.otherwise([&] {
+        own();
+        through_windows(c, a, arrived, chunk);
+    });
     return STRATA_OK;
 }
 

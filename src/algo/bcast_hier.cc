@@ -19,7 +19,9 @@
 // On a device team the node root's copy into its slot pair goes away where it can: its
 // local peers map its buffer through CUDA IPC (Call::map_peers) and copy each
 // segment straight out of it after READY; the node root then returns only once every
-// local peer has said DONE for the last segment.
+// local peer has said DONE for the last segment. On one node the root holds the whole
+// message from the start, so there the segments go too: each peer copies the whole
+// buffer out of the root's in one copy after one READY.
 #include "algo/algo.h"
 #include "algo/builders.h"
 #include "algo/node_inputs.h"
@@ -39,6 +41,23 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     char *buf = static_cast<char *>(a.recvbuf);
     // Node peers may read the node root's buffer in place (only it is mapped).
     NodePeers peers(c, buf, a.count, L > 1 && team.zero_copy(a.count), nr);
+    // One node, mapped: one copy per peer (below). The per-segment schedule then runs
+    // only where not every peer mapped, through the slots (`unmapped` builds only those).
+    NodePeers unmapped(c, buf, a.count, false);
+    const bool whole = N == 1 && nseg > 0 && peers.maybe_in_place();  // agreed: the layout and zero_copy() are
+    NodePeers &way = whole ? unmapped : peers;
+    if (whole) {
+        const uint64_t end = first + nseg;
+        s.when(peers.decided(), true);
+        if (j == nr) {
+            s.signal(team.flag(j, kFlagDone), end, {s.signal(team.flag(j, kFlagReady), end)});
+            c.wait_all(kFlagDone, end, j);
+        } else {
+            const StepId w = s.wait(team.flag(nr, kFlagReady), end);
+            s.signal(team.flag(j, kFlagDone), end, {peers.copy_from(buf, nr, 0, a.count, {w})});
+        }
+        s.when(peers.decided(), false);
+    }
 
     // Parent and children among the node roots (ranks on the root's rail).
     const std::vector<int> rail = l.rail(l.local_of[a.root]);
@@ -69,8 +88,8 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
             if (L > 1) {
                 StepId direct = kNoStep, slotted = kNoStep;
                 // Peers read the data where it landed, or from my slot.
-                peers.in_place([&] { direct = s.signal(team.flag(j, kFlagReady), g + 1, {got}); });
-                peers.otherwise([&] {
+                way.in_place([&] { direct = s.signal(team.flag(j, kFlagReady), g + 1, {got}); });
+                way.otherwise([&] {
                     const StepId free = c.slots_free(g);
                     const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
                     slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
@@ -81,13 +100,14 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
         } else {
             const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
             StepId direct = kNoStep, slotted = kNoStep;
-            peers.in_place([&] { direct = peers.copy_from(buf + off, nr, off, len, {w}); });
-            peers.otherwise([&] { slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w}); });
+            way.in_place([&] { direct = way.copy_from(buf + off, nr, off, len, {w}); });
+            way.otherwise([&] { slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w}); });
             s.signal(team.flag(j, kFlagDone), g + 1, {direct, slotted});
         }
     }
     // In place, the root returns once every peer has copied.
-    if (j == nr) peers.in_place([&] { c.wait_all(kFlagDone, first + nseg, j); });
+    if (j == nr) way.in_place([&] { c.wait_all(kFlagDone, first + nseg, j); });
+    s.always();
     return STRATA_OK;
 }
 

@@ -49,24 +49,27 @@ StepId NodeInputs::reduce(char *dst, uint64_t g, size_t off, size_t lo, size_t n
     for (int r = 0; r < L; ++r) slots.push_back(team.slot(r, g, 0) + (lo - off) * es_);
     StepId through_slots = kNoStep, in_place = kNoStep;
     peers_.otherwise([&] { through_slots = s.reduce(team.domain(), dst, slots, n, dtype_, op, deps); });
-    peers_.in_place([&] {
-        std::vector<LateSrc> peers;
-        for (int r = 0; r < L; ++r) peers.push_back(c_.peer(r, lo * es_));
-        in_place = s.reduce_late(team.domain(), dst, peers, n, dtype_, op, deps);
-    });
+    peers_.in_place([&] { in_place = reduce_into(dst, lo, n, op, deps); });
     return peers_.maybe_in_place() ? s.join({through_slots, in_place}) : through_slots;
+}
+
+std::vector<LateSrc> NodeInputs::mapped_inputs(size_t lo) const {
+    std::vector<LateSrc> ins;
+    for (int r = 0; r < c_.team().layout().my_local_size(); ++r) ins.push_back(c_.peer(r, lo * es_));
+    return ins;
+}
+
+StepId NodeInputs::reduce_into(char *dst, size_t lo, size_t n, strata_op_t op, const Deps &deps) {
+    return c_.schedule().reduce_late(c_.team().domain(), dst, mapped_inputs(lo), n, dtype_, op, deps);
 }
 
 StepId NodeInputs::reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps) {
     Schedule &s = c_.schedule();
     Team &team = c_.team();
     const int L = team.layout().my_local_size(), j = team.layout().my_local();
-    std::vector<LateSrc> ins, outs;
-    for (int r = 0; r < L; ++r) {
-        ins.push_back(c_.peer(r, lo * es_));
-        outs.push_back(c_.peer_out(r, lo * es_));
-    }
-    const StepId red = s.reduce_multi_late(team.domain(), outs, ins, n, dtype_, op, deps);
+    std::vector<LateSrc> outs;
+    for (int r = 0; r < L; ++r) outs.push_back(c_.peer_out(r, lo * es_));
+    const StepId red = s.reduce_multi_late(team.domain(), outs, mapped_inputs(lo), n, dtype_, op, deps);
     return s.signal(team.flag(j, kFlagDone), g + 1, {red});
 }
 

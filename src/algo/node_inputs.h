@@ -113,8 +113,15 @@ public:
     // into the same elements of every local output, after deps; then DONE of g.
     // Returns the DONE signal.
     StepId reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps);
+    // The same with one destination, this rank's own memory (a reduce-scatter's part):
+    // elements [lo, lo + n) of every local input reduced once into dst, after deps,
+    // one launch (under when(decided(), true)). Returns the reduction.
+    StepId reduce_into(char *dst, size_t lo, size_t n, strata_op_t op, const Deps &deps);
 
 private:
+    // Every local rank's mapped input from element lo, in local rank order.
+    std::vector<LateSrc> mapped_inputs(size_t lo) const;
+
     Call &c_;
     NodePeers peers_;
     const char *buf_;

@@ -26,6 +26,12 @@
 // own range, so it also waits for every local peer's last SLICE before returning:
 // until then a peer may still read its send buffer. (In place stays on the copy-in
 // path: a rank's results would overwrite input its peers have yet to read.)
+//
+// On one node, when every rank mapped, steps 1 to 4 are fused: per segment, one kernel
+// of each rank reads its own range's part of every local input where it lies and
+// writes the reduction straight into its recvbuf (reads S, writes S/L per rank; no
+// slot, no copy). A rank then waits for every local peer's DONE, after which no peer
+// reads its send buffer (Call::done_together).
 #include "algo/algo.h"
 #include "algo/builders.h"
 #include "algo/node_inputs.h"
@@ -39,6 +45,24 @@ struct Range {
 Range meet(Range a, Range b) {
     const size_t lo = a.lo > b.lo ? a.lo : b.lo, hi = a.hi < b.hi ? a.hi : b.hi;
     return {lo, hi > lo ? hi : lo};
+}
+
+// The fused branch (one node, every input mapped): per segment, this rank's range of
+// it reduced from every local input into recvbuf, one kernel; then every rank's DONE.
+void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg, Range mine) {
+    Schedule &s = c.schedule();
+    const size_t es = strata_dtype_size(a.dtype);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+    s.when(inputs.decided(), true);
+    std::vector<StepId> reds;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const Range part = meet({sg.offset(k), sg.offset(k) + sg.length(k)}, mine);
+        if (part.hi > part.lo)
+            reds.push_back(inputs.reduce_into(rbuf + (part.lo - mine.lo) * es, part.lo, part.hi - part.lo, a.op,
+                                              {inputs.decided()}));
+    }
+    c.done_together(reds);
+    s.always();
 }
 }  // namespace
 
@@ -105,7 +129,17 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
         }
         return STRATA_OK;
     }
-    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, L > 1 && !a.in_place && team.zero_copy(a.bytes()));
+    // Agreed: the layout, in place (MPI: every rank or none) and zero_copy() are, and
+    // so is whether every rank of the node mapped.
+    const bool try_mapped = L > 1 && !a.in_place && team.zero_copy(a.bytes());
+    const bool fused = try_mapped && nnodes == 1;
+    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, try_mapped);
+    NodeInputs slots(c, sbuf, a.bytes(), a.dtype, false);
+    NodeInputs &inputs = fused ? slots : mapped;
+    if (fused) {
+        build_fused(c, a, mapped, sg, mine);
+        s.when(mapped.decided(), false);  // the slots below
+    }
 
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
@@ -168,6 +202,7 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     }
     // In place: peers may still read this rank's buffer until their last SLICE.
     if (inputs.maybe_in_place()) c.wait_all(kFlagSlice, sg.first + sg.n, j);
+    s.always();
     return STRATA_OK;
 }
 

@@ -525,14 +525,21 @@ static void run_allgatherv(void)
         if (!type_selected(k, 1)) continue;
         const tinfo *t = &types[k];
         for (int c = 0; c < n_counts; c++)
+            for (int v = 0; v < 2; v++)
             for (int ip = 0; ip < 2; ip++) {
-                tdesc d = { "allgatherv", t, O_COPY, counts[c], ip, -1, "uneven_zeros_gaps", NULL, -1 };
+                /* v 1: each rank lays the blocks out its own way (MPI allows it): rotated
+                 * by its rank, so no block lies at the same place on every rank */
+                tdesc d = { "allgatherv", t, O_COPY, counts[c], ip, -1, v ? "own_layout_per_rank" : "uneven_zeros_gaps",
+                            NULL, -1 };
                 test *x = test_new(&d, C_ALLGATHERV, test_seed(&d, 0));
                 int64_t e = t->extent;
                 x->rc = xalloc(sizeof(int) * g_size); x->rd = xalloc(sizeof(int) * g_size);
-                for (int r = 0; r < g_size; r++) x->rc[r] = rs_count(0, d.count, r);
-                /* reverse order plus a 1-element gap */
-                for (int r = g_size - 1; r >= 0; r--) { x->rd[r] = (int)x->total; x->total += x->rc[r] + 1; }
+                for (int r = 0; r < g_size; r++) x->rc[r] = v ? d.count : rs_count(0, d.count, r);
+                /* reverse order plus a 1-element gap, or rotated by this rank */
+                for (int k = g_size - 1; k >= 0; k--) {
+                    int r = v ? (k + g_rank) % g_size : k;
+                    x->rd[r] = (int)x->total; x->total += x->rc[r] + 1;
+                }
                 x->scount = x->rc[g_rank];
                 x->sb = xalloc(x->scount * e); x->rb = xalloc(x->total * e);
                 x->ex = xalloc((d.count + g_size) * e);
