@@ -57,9 +57,11 @@ class Schedule;
 
 // A source address known only when the schedule runs: *base + offset, read when the
 // step starts (a node peer's buffer, mapped by an earlier step of the same schedule).
+// base nullptr: offset is the address itself, known when building (fixed()).
 struct LateSrc {
     const char *const *base;
     size_t offset;
+    static LateSrc fixed(const void *p) { return LateSrc{nullptr, reinterpret_cast<size_t>(p)}; }
 };
 
 // Where a schedule's relative numbers land when it runs: flag values (signal, wait)

@@ -16,18 +16,20 @@
 // ranks, slice t belongs to local rank t % L, so uneven nodes line up on rails.
 // A rank alone on its node skips the slots and runs the rails on recvbuf.
 //
-// On a device team the copy-in goes away where it can: the ranks of a node map each
-// other's send buffers through CUDA IPC and the owners of the slices read them in
-// place (node_inputs.h). The owner of slice t is the only reader of slice t of a
-// peer's buffer, and reads it before raising SLICE, which every rank waits for before
-// it copies slice t out: so no rank returns (and frees or reuses its buffer) while a
-// peer still reads it, and in place is safe too.
-//
-// On one node the ranks map each other's receive buffers as well, and the node phase
-// is fused (NodeInputs::reduce_into_all): per segment, local rank j's one kernel reads
-// slice j of every input and writes the sum into every rank's output, 2 x S device
-// bytes per rank instead of (3L+1)/L x S, and one launch per segment instead of L + 1.
-// Where a buffer cannot be mapped (host memory), the slots as above.
+// On a device team the copy-in and copy-out go away where they can: the ranks of a
+// node map each other's send and receive buffers through CUDA IPC (node_inputs.h).
+// On one node the node phase is then fused (NodeInputs::reduce_into_all): per
+// segment, local rank j's one kernel reads slice j of every input and writes the sum
+// into every rank's output, 2 x S device bytes per rank instead of (3L+1)/L x S, and
+// one launch per segment instead of L + 1. Across nodes (build_spread) the owner of
+// slice t reduces it from every local input into its result slot (one kernel), the
+// rail allreduces it, and one copy kernel writes it into every local rank's output;
+// then DONE: no SLICE round and no copy-out of L slices per rank. Return safety, both
+// ways: a rank's input is read, and its output written, only by its node peers' steps
+// that end before they raise DONE of the segment; every rank ends with a wait for
+// every local rank's DONE of the last segment (DONE is raised in segment order), after
+// which no peer touches its buffers, so in place is safe too. Where a buffer cannot be
+// mapped (host memory), the slots as above.
 #include "algo/algo.h"
 #include "algo/builders.h"
 #include "algo/node_inputs.h"
@@ -50,6 +52,41 @@ void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments 
         done = inputs.reduce_into_all(sg.first + k, sg.offset(k) + sp.offset, sp.length, a.op, {inputs.decided()});
     }
     if (done != kNoStep) c.wait_all(kFlagDone, sg.first + sg.n, j, {done});
+    s.always();
+}
+
+// The spread branch (several nodes, every buffer of the node mapped; above). tmp: the
+// rails' scratch, one segment per slot pair.
+void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg,
+                  const std::vector<std::vector<int>> &rails_of, char *tmp) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
+    const Layout &l = team.layout();
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size(), node = l.my_node();
+    const size_t es = strata_dtype_size(a.dtype);
+    const uint64_t span = rail_tag_span(size_t(l.nnodes()));
+    s.when(inputs.decided(), true);
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
+        char *res = team.slot(j, g, 1);
+        char *tmp_g = tmp + (g % Team::kSlotPairs) * sg.bytes;
+        const StepId free = c.slots_free(g, {inputs.decided()});
+        std::vector<StepId> outs{free};
+        for (int t = j; t < lmax; t += L) {
+            const Split sp = split(cnt, size_t(lmax), size_t(t));
+            char *mine = res + sp.offset * es;
+            const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {free});
+            const StepId rail = rail_allreduce_ring(c, rails_of[t], node, mine, tmp_g + sp.offset * es, sp.length,
+                                                    a.dtype, a.op, (k * uint64_t(lmax) + uint64_t(t)) * span, {red});
+            std::vector<LateSrc> to;
+            for (int r = 0; r < L; ++r) to.push_back(c.peer_out(r, (off + sp.offset) * es));
+            outs.push_back(s.reduce_multi_late(team.domain(), to, {LateSrc::fixed(mine)}, sp.length, a.dtype, a.op,
+                                               {rail}));
+        }
+        s.signal(team.flag(j, kFlagDone), g + 1, outs);
+    }
+    c.wait_all(kFlagDone, sg.first + sg.n, j);
     s.always();
 }
 }  // namespace
@@ -80,12 +117,14 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
     const bool in_place = L > 1 && team.zero_copy(a.bytes());
     // Agreed: the layout and zero_copy() are, and so is whether every rank mapped.
-    const bool fused = in_place && l.nnodes() == 1;
-    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, in_place, fused ? rbuf : nullptr);
+    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, in_place, in_place ? rbuf : nullptr);
     NodeInputs slots(c, sbuf, a.bytes(), a.dtype, false);
-    NodeInputs &inputs = fused ? slots : mapped;
-    if (fused) {
-        build_fused(c, a, mapped, sg);
+    NodeInputs &inputs = in_place ? slots : mapped;
+    if (in_place) {
+        if (l.nnodes() == 1)
+            build_fused(c, a, mapped, sg);
+        else
+            build_spread(c, a, mapped, sg, rails_of, tmp);
         s.when(mapped.decided(), false);  // the slots below
     }
 
