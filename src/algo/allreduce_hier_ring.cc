@@ -7,7 +7,7 @@
 //            [in]  [in]  [in]            and raises READY
 //              \     |     /          2. reduce-scatter: the owner of slice t sums slice t
 //            [s0]  [s1]  [s2]            of every local input into its result slot
-//              |     |     |          3. rail: slice t is allreduced (ring) among the owners
+//              |     |     |          3. rail: slice t is allreduced (rail_allreduce) among the owners
 //           ===rail0=rail1=rail2===      of slice t on every node, then SLICE is raised
 //              |     |     |          4. allgather: every rank copies every slice from its
 //            [out] [out] [out]           owner's result slot into the user buffer; DONE
@@ -77,7 +77,7 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
             const Split sp = split(cnt, size_t(lmax), size_t(t));
             char *mine = res + sp.offset * es;
             const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {free});
-            const StepId rail = rail_allreduce_ring(c, rails_of[t], node, mine, tmp_g + sp.offset * es, sp.length,
+            const StepId rail = rail_allreduce(c, rails_of[t], node, mine, tmp_g + sp.offset * es, sp.length,
                                                     a.dtype, a.op, (k * uint64_t(lmax) + uint64_t(t)) * span, {red});
             std::vector<LateSrc> to;
             for (int r = 0; r < L; ++r) to.push_back(c.peer_out(r, (off + sp.offset) * es));
@@ -141,7 +141,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
             std::vector<StepId> rails{copied};
             for (int t = 0; t < lmax; ++t) {
                 const Split sp = split(cnt, size_t(lmax), size_t(t));
-                rails.push_back(rail_allreduce_ring(c, rails_of[t], node,
+                rails.push_back(rail_allreduce(c, rails_of[t], node,
                                                     rbuf + (off + sp.offset) * es,
                                                     tmp_g + sp.offset * es, sp.length, a.dtype,
                                                     a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
@@ -157,7 +157,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
         for (int t = j; t < lmax; t += L) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
             const StepId red = inputs.reduce(res + sp.offset * es, g, off, off + sp.offset, sp.length, a.op, {ready});
-            mine.push_back(rail_allreduce_ring(c, rails_of[t], node, res + sp.offset * es,
+            mine.push_back(rail_allreduce(c, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
         }

@@ -5,6 +5,14 @@
 //       the data each; bandwidth-optimal, for large slices.
 // rd:   recursive doubling, log2(P) exchanges of the whole buffer (non powers of
 //       two fold the extra ranks in first and out last); for small messages.
+// direct: every member sends block m straight to member m, which folds the P copies
+//       of its block in one reduction and sends the result
+//       straight back to every member: the ring's bytes in 2 rounds of P-1
+//       concurrent messages instead of 2(P-1) dependent steps. rail_allreduce picks
+//       it over the ring from 3 members, where tmp holds the P-1 incoming blocks, up to
+//       kDirectMaxBytes a member (the cost model, perf/MODEL.md: on 4 x 8 H100 it
+//       beats the ring by 1.2-1.7x at 1-16 MiB calls, and loses 2-6% with slices of
+//       2 MiB and more, where P-1 messages at once share one NIC).
 // Both give every member bit-identical results: the predefined ops are
 // commutative, and a + b == b + a exactly in IEEE arithmetic.
 #include "algo/algo.h"
@@ -49,6 +57,56 @@ StepId rail_allreduce_ring(Call &c, const std::vector<int> &members, int pos,
         all.push_back(last);
     }
     return s.join(all);
+}
+
+StepId rail_allreduce_direct(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp,
+                             size_t count, strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
+    Schedule &s = c.schedule();
+    const int p = static_cast<int>(members.size());
+    if (p == 1) return s.join(deps);
+    const size_t es = strata_dtype_size(dtype);
+    MemDomain &dom = c.team().domain();
+    auto block = [&](int b) { return split(count, size_t(p), size_t(b)); };
+    const Split mine = block(pos);
+    const int scatter = c.tag(tag_sub), gather = c.tag(tag_sub + 1);
+    const StepId start = s.join(deps);
+
+    // Reduce-scatter: block m to member m; member m's copy of my block into tmp. Mine
+    // is the first operand (the reduction's destination may only be its first source),
+    // then the others in position order.
+    std::vector<StepId> sent(size_t(p), kNoStep);
+    std::vector<const void *> parts{buf + mine.offset * es};
+    Deps got{start};
+    int k = 0;
+    for (int m = 0; m < p; ++m) {
+        if (m == pos) continue;
+        const Split b = block(m);
+        sent[size_t(m)] = s.send(buf + b.offset * es, b.length * es, members[m], scatter, {start});
+        char *t = tmp + size_t(k++) * mine.length * es;
+        got.add(s.recv(t, mine.length * es, members[m], scatter, {start}));
+        parts.push_back(t);
+    }
+    const StepId red = s.reduce(dom, buf + mine.offset * es, parts, mine.length, dtype, op, got);
+    // Allgather: my final block to every member; theirs over the blocks my sends read.
+    std::vector<StepId> all{red};
+    for (int m = 0; m < p; ++m) {
+        if (m == pos) continue;
+        const Split b = block(m);
+        all.push_back(s.send(buf + mine.offset * es, mine.length * es, members[m], gather, {red}));
+        all.push_back(s.recv(buf + b.offset * es, b.length * es, members[m], gather, {sent[size_t(m)]}));
+    }
+    return s.join(all);
+}
+
+StepId rail_allreduce(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp, size_t count,
+                      strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
+    constexpr size_t kDirectMaxBytes = size_t(1) << 20;
+    const size_t p = members.size();
+    // Agreed: every member has the same members, count and type. tmp (count elements)
+    // holds P-1 blocks of at most ceil(count/P) from count >= P(P-1).
+    if (p >= 3 && count >= p * (p - 1) && count * strata_dtype_size(dtype) <= kDirectMaxBytes)
+        return rail_allreduce_direct(c, members, pos, buf, tmp, count, dtype, op, tag_sub, deps);
+    return rail_allreduce_ring(c, members, pos, buf, tmp, count, dtype, op, tag_sub, deps);
 }
 
 StepId rail_allreduce_rd(Call &c, const std::vector<int> &members, int pos,

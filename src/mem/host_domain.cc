@@ -12,16 +12,21 @@ namespace strata {
 namespace {
 
 // Blocked so that dst stays in cache while each further source is folded in;
-// the inner loops are plain element loops the compiler vectorises.
+// the inner loops are plain element loops the compiler vectorises. Where dst is a
+// source other than the first, each block folds into a local block first (writing
+// dst early would change a source before it is read).
 template <class T, class Op>
 void reduce_kernel(void *dst_v, const void *const *srcs_v, int nsrc, size_t count) {
     constexpr size_t kBlock = 4096 / sizeof(T) > 0 ? 4096 / sizeof(T) : 1;
     T *dst = static_cast<T *>(dst_v);
     const Op op{};
+    bool later_alias = false;
+    for (int s = 1; s < nsrc; ++s) later_alias = later_alias || srcs_v[s] == dst_v;
+    T local[kBlock];
     for (size_t b = 0; b < count; b += kBlock) {
         const size_t n = count - b < kBlock ? count - b : kBlock;
         const T *s0 = static_cast<const T *>(srcs_v[0]) + b;
-        T *d = dst + b;
+        T *d = later_alias ? local : dst + b;
         if (nsrc == 1) {
             if (d != s0) memmove(d, s0, n * sizeof(T));
             continue;
@@ -32,6 +37,7 @@ void reduce_kernel(void *dst_v, const void *const *srcs_v, int nsrc, size_t coun
             const T *sk = static_cast<const T *>(srcs_v[s]) + b;
             for (size_t i = 0; i < n; ++i) d[i] = op(d[i], sk[i]);
         }
+        if (later_alias) memcpy(dst + b, local, n * sizeof(T));
     }
 }
 

@@ -162,6 +162,17 @@ TEST_P(OpsTest, MatchesModel) {
             strata::Ticket tk;
             ASSERT_EQ(strata::host_domain().reduce(got.data(), srcs.data(), nsrc, count, t.dtype, op, &tk),
                       STRATA_OK);
+            // Into the last source (domain.h: dst may be any source), on copies.
+            std::vector<std::vector<char>> last_in(in);
+            std::vector<const void *> last_srcs;
+            for (auto &v : last_in) last_srcs.push_back(v.data());
+            ASSERT_EQ(strata::host_domain().reduce(last_in.back().data(), last_srcs.data(), nsrc, count, t.dtype,
+                                                   op, &tk),
+                      STRATA_OK);
+            for (size_t i = 0; i < count; ++i)
+                ASSERT_TRUE(same_value(t, &expect[i * t.size], &last_in.back()[i * t.size]))
+                    << strata_dtype_name(t.dtype) << " " << strata_op_name(op) << " count " << count << " nsrc "
+                    << nsrc << ": into the last source, first wrong index " << i;
             // In place: the result lands on the first source.
             ASSERT_EQ(strata::host_domain().reduce(in[0].data(), srcs.data(), nsrc, count, t.dtype, op, &tk),
                       STRATA_OK);
