@@ -27,6 +27,7 @@ struct Post {
     int posted;  // ref describes this rank's buffer, or there is nothing to read (empty)
     int empty;
     int opened;  // this rank mapped every peer's buffer
+    int has_out;  // out below is this call's (a mismatched call may post none)
     IpcRef ref;
     IpcRef out;  // its output, where the call maps outputs too
 };
@@ -318,6 +319,7 @@ Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bo
     mine->opened = 0;
     mine->empty = empty;
     mine->posted = empty || ipc_.describe(dom, buf, &mine->ref) == STRATA_OK;
+    mine->has_out = out != nullptr;
     if (out != nullptr) mine->posted = mine->posted && ipc_.describe(dom, out, &mine->out) == STRATA_OK;
     // Peers' streams are not ordered after this process's: the buffer must be final
     // (work the application queued on the legacy stream included) before they read it.
@@ -342,7 +344,9 @@ Status NodeChannel::open_peers(uint64_t n, int me, int local_size, MemDomain &do
             (*bufs)[size_t(i)] = mapped;
         }
         if (ok && outs != nullptr) {
-            ok = ipc_.map(dom, i, p->out, &mapped) == STRATA_OK;
+            // Never a stale output of an earlier call: a peer that posted none (a
+            // mismatched call) leaves the node on the slots.
+            ok = p->has_out != 0 && ipc_.map(dom, i, p->out, &mapped) == STRATA_OK;
             (*outs)[size_t(i)] = mapped;
         }
     }

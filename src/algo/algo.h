@@ -94,9 +94,6 @@ StepId rail_allreduce_ring(Call &call, const std::vector<int> &members, int pos,
 StepId rail_allreduce_rd(Call &call, const std::vector<int> &members, int pos,
                          char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                          uint64_t tag_sub, const Deps &deps);
-StepId rail_allreduce_direct(Call &call, const std::vector<int> &members, int pos,
-                             char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
-                             uint64_t tag_sub, const Deps &deps);
 // The large-message rail allreduce: direct from 3 members where tmp holds its blocks,
 // else the ring (rail.cc); the same choice on every member.
 StepId rail_allreduce(Call &call, const std::vector<int> &members, int pos,

@@ -143,7 +143,7 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
             std::vector<LateSrc> to;
             for (int i = 0; i < L; ++i)
                 if (i != j || !a.in_place) to.push_back(c.peer_out(i, at));
-            if (mine > 0 && !to.empty())
+            if (mine > 0)
                 outs.push_back(c.schedule().reduce_multi_late(team.domain(), to, {c.peer(j, 0)}, mine, STRATA_BYTE,
                                                               STRATA_OP_BOR, {peers.decided()}));
         } else {  // every peer's block out of its send buffer

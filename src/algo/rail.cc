@@ -59,6 +59,7 @@ StepId rail_allreduce_ring(Call &c, const std::vector<int> &members, int pos,
     return s.join(all);
 }
 
+namespace {
 StepId rail_allreduce_direct(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp,
                              size_t count, strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
     Schedule &s = c.schedule();
@@ -97,6 +98,7 @@ StepId rail_allreduce_direct(Call &c, const std::vector<int> &members, int pos, 
     }
     return s.join(all);
 }
+}  // namespace
 
 StepId rail_allreduce(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp, size_t count,
                       strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
