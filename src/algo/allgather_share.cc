@@ -15,15 +15,18 @@
 // per segment: copy my window into my slot pair -> READY -> copy every peer's window
 // out of its slot pair into my buffer -> DONE.
 //
-// On a device team with a single node there are no remote blocks: every stream is
-// one rank's own block. There the ranks map each other's buffers through CUDA IPC
-// (Call::map_peers) and move the blocks without slots. A plain allgather (a.uniform:
-// every block at r x the block in every rank's buffer) writes: each rank writes its
-// own block into every local rank's receive buffer with one kernel
-// (MemDomain::reduce_multi with one source: a copy to many), reading it once. An
-// allgatherv, whose displacements are each rank's own, reads: each rank copies every
-// peer's block out of its send buffer, one copy per block. Either way a rank returns
-// once every local peer is done with its buffers (Call::done_together).
+// On a device team the ranks of a node map each other's buffers through CUDA IPC
+// (Call::map_peers) and move the blocks without slots where they can:
+//  - a plain allgather (a.uniform: every block at r x the block in every rank's
+//    buffer), on any number of nodes, writes: each rank writes every block of its
+//    stream into every other local rank's receive buffer with one kernel per block, or
+//    per piece of it as the pieces arrive from the network (MemDomain::reduce_multi
+//    with one source: a copy to many), reading it once; its own block goes into its
+//    own buffer with the same kernel;
+//  - an allgatherv on one node, whose displacements are each rank's own, reads: each
+//    rank copies every peer's block out of its send buffer, one copy per block.
+// Either way a rank returns once every local peer is done with its buffers
+// (Call::done_together).
 #include <algorithm>
 
 #include "algo/algo.h"
@@ -134,18 +137,31 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
 
     size_t total = 0;
     for (int r = 0; r < team.size(); ++r) total += a.counts[r];
-    // In place on one node (above), or through the windows (through_windows).
-    // Agreed: the layout, zero_copy() and uniform (the same collective on every rank).
-    NodePeers peers(c, sbuf, mine, l.nnodes() == 1 && team.zero_copy(total), -1, a.uniform ? rbuf : nullptr);
+    // In place (above), or through the windows (through_windows). Agreed: the layout,
+    // zero_copy() and uniform (the same collective on every rank).
+    NodePeers peers(c, sbuf, mine, (l.nnodes() == 1 || a.uniform) && team.zero_copy(total), -1,
+                    a.uniform ? rbuf : nullptr);
     peers.in_place([&] {
         std::vector<StepId> outs;
-        if (a.uniform) {  // my block into every buffer (into mine unless it is there)
-            std::vector<LateSrc> to;
-            for (int i = 0; i < L; ++i)
-                if (i != j || !a.in_place) to.push_back(c.peer_out(i, at));
-            if (mine > 0)
-                outs.push_back(c.schedule().reduce_multi_late(team.domain(), to, {c.peer(j, 0)}, mine, STRATA_BYTE,
-                                                              STRATA_OP_BOR, {peers.decided()}));
+        if (a.uniform) {  // every block of my stream into every buffer it is not in yet
+            for (int r : stream_of(l, j)) {
+                const bool own_block = r == team.rank();
+                const size_t n = a.counts[r], d = a.displs[r];
+                const std::vector<StepId> &arr = arrived[size_t(r)];
+                // Piece by piece as the network brings them (one piece when already there).
+                const size_t piece = own_block || arr.empty() ? n : chunk;
+                for (size_t off = 0, p = 0; off < n; off += piece, ++p) {
+                    std::vector<LateSrc> to;
+                    for (int i = 0; i < L; ++i)
+                        if (i != j || (own_block && !a.in_place)) to.push_back(c.peer_out(i, d + off));
+                    if (to.empty()) continue;
+                    const LateSrc from = own_block ? c.peer(j, off) : LateSrc::fixed(rbuf + d + off);
+                    Deps deps{peers.decided()};
+                    if (!own_block && p < arr.size()) deps.add(arr[p]);
+                    outs.push_back(c.schedule().reduce_multi_late(team.domain(), to, {from}, std::min(piece, n - off),
+                                                                  STRATA_BYTE, STRATA_OP_BOR, deps));
+                }
+            }
         } else {  // every peer's block out of its send buffer
             own();
             for (int i = 0; i < L; ++i) {

@@ -16,12 +16,14 @@
 // links v -> v + 1, the binomial tree v -> v + 2^k for 2^k below v's lowest set
 // bit. Segments pipeline: segment k+1 crosses the network while k is copied out.
 //
-// On a device team the node root's copy into its slot pair goes away where it can: its
-// local peers map its buffer through CUDA IPC (Call::map_peers) and copy each
-// segment straight out of it after READY; the node root then returns only once every
-// local peer has said DONE for the last segment. On one node the root holds the whole
-// message from the start, so there the segments go too: each peer copies the whole
-// buffer out of the root's in one copy after one READY.
+// On a device team the slots go away where every rank of the node maps (Call::map_peers):
+//  - across nodes the node root pushes: the local peers' buffers are mapped as outputs,
+//    and as each segment arrives the root writes it into all of them with one kernel
+//    (MemDomain::reduce_multi with one source: a copy to many). It raises READY once,
+//    after its last kernel; a peer waits for that one flag and returns.
+//  - on one node the root holds the whole message from the start: each peer copies
+//    the whole buffer out of the root's (mapped) in one copy after one READY, and the
+//    root returns once every peer has said DONE.
 #include "algo/algo.h"
 #include "algo/builders.h"
 #include "algo/node_inputs.h"
@@ -39,8 +41,9 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     const uint64_t first = c.take_segments(nseg);
     MemDomain &dom = team.domain();
     char *buf = static_cast<char *>(a.recvbuf);
-    // Node peers may read the node root's buffer in place (only it is mapped).
-    NodePeers peers(c, buf, a.count, L > 1 && team.zero_copy(a.count), nr);
+    // One node: peers read the node root's buffer in place (only it is mapped). Across
+    // nodes: the root writes into its peers' buffers (every output mapped).
+    NodePeers peers(c, buf, a.count, L > 1 && team.zero_copy(a.count), nr, N > 1 ? buf : nullptr);
     // One node, mapped: one copy per peer (below). The per-segment schedule then runs
     // only where not every peer mapped, through the slots (`unmapped` builds only those).
     NodePeers unmapped(c, buf, a.count, false);
@@ -77,6 +80,14 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
             if ((v & (2 * mask - 1)) == 0 && v + mask < N) children.push_back(rank_of(v + mask));
     }
 
+    // The node root's pushes (across nodes, in place): every local peer's buffer but mine.
+    std::vector<StepId> pushed;
+    auto outputs = [&](size_t off) {
+        std::vector<LateSrc> to;
+        for (int i = 0; i < L; ++i)
+            if (i != j) to.push_back(c.peer_out(i, off));
+        return to;
+    };
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         const size_t off = k * window, len = std::min(window, a.count - off);
@@ -84,29 +95,35 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
         if (j == nr) {
             const StepId got = parent < 0 ? kNoStep : s.recv(buf + off, len, parent, tag);
             for (int child : children) s.send(buf + off, len, child, tag, {got});
-            StepId ready = got;
-            if (L > 1) {
-                StepId direct = kNoStep, slotted = kNoStep;
-                // Peers read the data where it landed, or from my slot.
-                way.in_place([&] { direct = s.signal(team.flag(j, kFlagReady), g + 1, {got}); });
-                way.otherwise([&] {
-                    const StepId free = c.slots_free(g);
-                    const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
-                    slotted = s.signal(team.flag(j, kFlagReady), g + 1, {cp});
-                });
-                ready = s.join({direct, slotted});
+            if (L == 1) {
+                s.signal(team.flag(j, kFlagDone), g + 1, {got});
+                continue;
             }
-            s.signal(team.flag(j, kFlagDone), g + 1, {ready});
+            // I write the data into my peers' buffers as it lands, or they read it from my slot.
+            way.in_place([&] {
+                pushed.push_back(s.reduce_multi_late(dom, outputs(off), {LateSrc::fixed(buf + off)}, len, STRATA_BYTE,
+                                                     STRATA_OP_BOR, {got, way.decided()}));
+            });
+            way.otherwise([&] {
+                const StepId free = c.slots_free(g);
+                const StepId cp = s.copy(dom, team.slot(j, g, 0), buf + off, len, {free, got});
+                s.signal(team.flag(j, kFlagDone), g + 1, {s.signal(team.flag(j, kFlagReady), g + 1, {cp})});
+            });
         } else {
-            const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
-            StepId direct = kNoStep, slotted = kNoStep;
-            way.in_place([&] { direct = way.copy_from(buf + off, nr, off, len, {w}); });
-            way.otherwise([&] { slotted = s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w}); });
-            s.signal(team.flag(j, kFlagDone), g + 1, {direct, slotted});
+            way.otherwise([&] {
+                const StepId w = s.wait(team.flag(nr, kFlagReady), g + 1);
+                s.signal(team.flag(j, kFlagDone), g + 1, {s.copy(dom, buf + off, team.slot(nr, g, 0), len, {w})});
+            });
         }
     }
-    // In place, the root returns once every peer has copied.
-    if (j == nr) way.in_place([&] { c.wait_all(kFlagDone, first + nseg, j); });
+    // In place, one READY and DONE once every push is done (segments may land out of
+    // order); a peer returns when it sees that READY, and the root needs no word back
+    // (it only read its own buffer).
+    const uint64_t end = first + nseg;
+    way.in_place([&] {
+        if (j == nr) s.signal(team.flag(j, kFlagDone), end, {s.signal(team.flag(j, kFlagReady), end, pushed)});
+        else if (nseg > 0) s.signal(team.flag(j, kFlagDone), end, {s.wait(team.flag(nr, kFlagReady), end)});
+    });
     s.always();
     return STRATA_OK;
 }
