@@ -29,6 +29,10 @@ void strata_config_defaults(strata_config_t *cfg) {
     // pipeline matters more; there segment_size stays.
     cfg->device_segment_size = size_t(64) << 20;
     cfg->small_msg_size = 16 * 1024;
+    // Its own setting since 2026-12-05, at the value small_msg_size gave it. The cost
+    // model prices no size at which the slots beat the mapped kernels (perf/MODEL.md),
+    // so it may go lower once a GPU run has measured what a mapping costs.
+    cfg->zero_copy_size = 16 * 1024;
     for (int &a : cfg->algorithm) a = STRATA_ALG_AUTO;
     cfg->shm_dir = nullptr;
     cfg->opt_out = 0;

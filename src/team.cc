@@ -511,7 +511,7 @@ Status Team::setup_failed(Status st, const std::string &why) {
 // All agree on the node: the device path and the cache's being on are agreed at setup,
 // the threshold is a setting, and bytes and the node's size are the same on its ranks.
 bool Team::zero_copy(size_t bytes) const {
-    return device() && node_.ipc().enabled() && layout_.my_local_size() > 1 && bytes > cfg_.small_msg_size;
+    return device() && node_.ipc().enabled() && layout_.my_local_size() > 1 && bytes > cfg_.zero_copy_size;
 }
 
 // The three parts of reading node peers' buffers in place, run as poll steps of the

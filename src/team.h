@@ -219,8 +219,9 @@ public:
 
     // Whether a call of `bytes` (the call's size, the same on every rank) reads node
     // peers' buffers in place where it can: on a device team with the IPC cache on and
-    // more than one rank on the node, above coll_strata_small_msg_size (below it the
-    // exchange costs more than the copy it saves). Agreed on the node.
+    // more than one rank on the node, above coll_strata_zero_copy_size (below it the
+    // exchange is taken to cost more than the copy it saves). Agreed on the node: a
+    // setting that must be the same on every rank.
     bool zero_copy(size_t bytes) const;
     // Zero-copy reads of node peers' buffers in call n (call only where zero_copy()
     // said so, on every rank of the node; Call::map_peers makes them steps). post_buffer

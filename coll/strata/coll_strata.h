@@ -30,6 +30,7 @@ typedef struct mca_coll_strata_component_t {
     size_t segment_size;
     size_t device_segment_size;
     size_t small_msg_size;
+    size_t zero_copy_size;
     int algorithm[STRATA_COLL_COUNT];
     char *shm_dir;
     int device_path;        /* strata_device_path_t */

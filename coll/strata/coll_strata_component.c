@@ -203,6 +203,7 @@ static void check_ranges(void)
     check_int("node_size", &cs->node_size, 0, 1 << 20, d.node_size);
     check_size("segment_size", &cs->segment_size, 64, STRATA_MAX_SEGMENT, d.segment_size);
     check_size("small_msg_size", &cs->small_msg_size, 0, STRATA_MAX_SEGMENT, d.small_msg_size);
+    check_size("zero_copy_size", &cs->zero_copy_size, 0, (size_t) 1 << 50, d.zero_copy_size);
     if (cs->device_segment_size != 0) {   /* 0: segment_size on GPU teams too */
         check_size("device_segment_size", &cs->device_segment_size, 64, STRATA_MAX_SEGMENT, d.device_segment_size);
     }
@@ -330,6 +331,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->segment_size = d->segment_size;
     cs->device_segment_size = d->device_segment_size;
     cs->small_msg_size = d->small_msg_size;
+    cs->zero_copy_size = d->zero_copy_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         cs->algorithm[coll] = d->algorithm[coll];
     }
@@ -419,10 +421,15 @@ static int mca_coll_strata_register(void)
         &cs->device_segment_size);
     (void) mca_base_component_var_register(c, "small_msg_size",
         "Messages of at most this many bytes count as small: the auto rules pick "
-        "latency-bound algorithms for them, and on the gpu device path node peers' "
-        "buffers are copied through the stage slots rather than mapped (see ipc_cache_size)",
+        "latency-bound algorithms for them",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->small_msg_size);
+    (void) mca_base_component_var_register(c, "zero_copy_size",
+        "On the gpu device path, calls of more than this many bytes read and write node "
+        "peers' buffers in place, mapped through CUDA IPC (see ipc_cache_size); smaller "
+        "ones copy through the slots",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->zero_copy_size);
     (void) mca_base_component_var_register(c, "shm_dir",
         "Folder for strata's shared-memory segments (empty: /dev/shm); segments are "
         "created 0600 and unlinked once every local peer has mapped them",
@@ -467,7 +474,7 @@ static int mca_coll_strata_register(void)
         "On the gpu device path, node peers read each other's device buffers in place, "
         "mapped through CUDA IPC, instead of copying them into strata's exported stage "
         "slots first (allreduce, reduce_scatter, bcast, allgather, alltoall above "
-        "small_msg_size). Mappings are kept between calls, keyed by the "
+        "zero_copy_size). Mappings are kept between calls, keyed by the "
         "allocation and its buffer id so that a freed and re-allocated address is never "
         "confused; this is how many a communicator keeps per rank (least recently used "
         "closed first, all closed at communicator free). An open mapping keeps a buffer "
@@ -627,6 +634,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->segment_size = cs->segment_size;
     cfg->device_segment_size = cs->device_segment_size;
     cfg->small_msg_size = cs->small_msg_size;
+    cfg->zero_copy_size = cs->zero_copy_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         cfg->algorithm[coll] = cs->algorithm[coll];
     }

@@ -22,9 +22,11 @@
 // segment, local rank j's one kernel reads slice j of every input and writes the sum
 // into every rank's output, 2 x S device bytes per rank instead of (3L+1)/L x S, and
 // one launch per segment instead of L + 1. Across nodes (build_spread) the owner of
-// slice t reduces it from every local input into its result slot (one kernel), the
-// rail allreduces it, and one copy kernel writes it into every local rank's output;
-// then DONE: no SLICE round and no copy-out of L slices per rank. Return safety, both
+// slice t reduces it from every local input into its own output's part of the slice
+// (one kernel), the rail allreduces it there, and one copy kernel writes it into every
+// other local rank's output; then DONE: no SLICE round, no copy-out of L slices per
+// rank, and no slot, so up to kSpreadInFlight segments are on the rails at once
+// (through the slots, 2: their slot pairs). Return safety, both
 // ways: a rank's input is read, and its output written, only by its node peers' steps
 // that end before they raise DONE of the segment; every rank ends with a wait for
 // every local rank's DONE of the last segment (DONE is raised in segment order), after
@@ -38,6 +40,9 @@ namespace strata {
 
 namespace {
 constexpr size_t kAloneSegmentBytes = size_t(4) << 20;
+// Segments whose rails may be in flight at once in the spread branch (build_spread),
+// which uses no slot: each has its part of the scratch (spread_scratch_bytes).
+constexpr size_t kSpreadInFlight = 8;
 
 // The fused branch (one node, every buffer mapped): one kernel per segment, then a
 // wait for every local rank's DONE of the last segment (return safety, node_inputs.h).
@@ -55,8 +60,17 @@ void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments 
     s.always();
 }
 
+// The rails' scratch of the spread branch: for each of kSpreadInFlight segments, room
+// for this rank's slices of the largest one (the first), one after another.
+size_t spread_scratch_bytes(const Layout &l, const Segments &sg, size_t es) {
+    size_t mine = 0;
+    for (int t = l.my_local(); t < l.max_local_size(); t += l.my_local_size())
+        mine += split(sg.n > 0 ? sg.length(0) : 0, size_t(l.max_local_size()), size_t(t)).length * es;
+    return kSpreadInFlight * mine;
+}
+
 // The spread branch (several nodes, every buffer of the node mapped; above). tmp: the
-// rails' scratch, one segment per slot pair.
+// rails' scratch (spread_scratch_bytes).
 void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg,
                   const std::vector<std::vector<int>> &rails_of, char *tmp) {
     Team &team = c.team();
@@ -65,25 +79,35 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size(), node = l.my_node();
     const size_t es = strata_dtype_size(a.dtype);
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
+    char *rbuf = static_cast<char *>(a.recvbuf);
     s.when(inputs.decided(), true);
+    // The rails that last used each part of tmp: segment k's rails start once
+    // segment k - kSpreadInFlight's are done with it.
+    std::vector<StepId> used(kSpreadInFlight, kNoStep);
+    const size_t part = spread_scratch_bytes(l, sg, es) / kSpreadInFlight;
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
-        char *res = team.slot(j, g, 1);
-        char *tmp_g = tmp + (g % Team::kSlotPairs) * sg.bytes;
-        const StepId free = c.slots_free(g, {inputs.decided()});
-        std::vector<StepId> outs{free};
+        char *tmp_k = tmp + (k % kSpreadInFlight) * part;
+        std::vector<StepId> outs{inputs.decided()}, rails;
         for (int t = j; t < lmax; t += L) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
-            char *mine = res + sp.offset * es;
-            const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {free});
-            const StepId rail = rail_allreduce(c, rails_of[t], node, mine, tmp_g + sp.offset * es, sp.length,
-                                                    a.dtype, a.op, (k * uint64_t(lmax) + uint64_t(t)) * span, {red});
+            // My output's part of the slice holds its sum as it builds up: no one else
+            // reads or writes it (in place, I alone read that part of my input).
+            char *mine = rbuf + (off + sp.offset) * es;
+            const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {inputs.decided()});
+            const StepId rail = rail_allreduce(c, rails_of[t], node, mine, tmp_k, sp.length, a.dtype, a.op,
+                                               (k * uint64_t(lmax) + uint64_t(t)) * span,
+                                               {red, used[k % kSpreadInFlight]});
+            tmp_k += sp.length * es;
+            rails.push_back(rail);
             std::vector<LateSrc> to;
-            for (int r = 0; r < L; ++r) to.push_back(c.peer_out(r, (off + sp.offset) * es));
+            for (int r = 0; r < L; ++r)
+                if (r != j) to.push_back(c.peer_out(r, (off + sp.offset) * es));
             outs.push_back(s.reduce_multi_late(team.domain(), to, {LateSrc::fixed(mine)}, sp.length, a.dtype, a.op,
                                                {rail}));
         }
+        used[k % kSpreadInFlight] = s.join(rails);
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
     c.wait_all(kFlagDone, sg.first + sg.n, j);
@@ -113,7 +137,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
 
     std::vector<std::vector<int>> rails_of(static_cast<size_t>(lmax));
     for (int t = 0; t < lmax; ++t) rails_of[t] = l.rail(t);
-    char *tmp = c.scratch(size_t(Team::kSlotPairs) * sg.bytes);
+    char *tmp = c.scratch(std::max(size_t(Team::kSlotPairs) * sg.bytes, spread_scratch_bytes(l, sg, es)));
     if (!tmp) return fail(STRATA_ERR_NOMEM, "allreduce scratch");
     const bool in_place = L > 1 && team.zero_copy(a.bytes());
     // Agreed: the layout and zero_copy() are, and so is whether every rank mapped.

@@ -15,7 +15,7 @@
 //                  |                node (its own from sendbuf) to the root, which
 //                root               receives it in place in recvbuf
 //
-// On a device team above the small-message size the leader reads its peers' send
+// On a device team above coll_strata_zero_copy_size the leader reads its peers' send
 // buffers in place instead of their slots (Call::map_peers; both ways are built and
 // the call's decision picks one); a peer then returns once the leader has said DONE
 // for the last window.

@@ -4,7 +4,7 @@
 //
 // Every node phase that can read node peers' buffers where they are (a reduction's
 // inputs, bcast's node root, allgather's and alltoall's blocks) makes the choice the
-// same way, through NodePeers: on a device team above the small-message size the
+// same way, through NodePeers: on a device team above coll_strata_zero_copy_size the
 // call maps the peers' buffers (Call::map_peers), and whether every rank of the node
 // mapped is decided while the schedule runs (a peer's buffer may not be shareable), so
 // both ways are built and the decision picks one (Schedule::when). The other way is
@@ -16,7 +16,7 @@
 // A hierarchical reduction first combines, on each node, every local rank's part of
 // a pipeline segment. There are two ways to reach a node peer's part, and this is the
 // one place that chooses between them:
-//  - in place: on a device team above the small-message size, the call maps node
+//  - in place: on a device team above coll_strata_zero_copy_size, the call maps node
 //    peers' buffers (Call::map_peers) and reads them where they are;
 //  - through the slots: each rank copies its segment into its slot (half 0)
 //    and raises READY; the others read the slot once they see it.

@@ -18,7 +18,7 @@
 // the leader left out). A peer reads only its own segments, so its DONE jumps from one
 // of them to the next: "done with every segment before my next one".
 //
-// On the root's node of a device team above the small-message size, the peers read
+// On the root's node of a device team above coll_strata_zero_copy_size, the peers read
 // their blocks straight out of the root's send buffer instead (Call::map_peers; both
 // ways are built and the call's decision picks one); the root then returns once every
 // peer has said DONE for the last segment.

@@ -177,6 +177,7 @@ std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const st
         cfg.segment_size = lay.segment;
         cfg.device_segment_size = 0;  // the layout's segment on GPU teams of one node too
         cfg.small_msg_size = 2048;
+        cfg.zero_copy_size = 2048;  // (device teams)
         std::vector<strata_team_t *> teams = make_teams(job, rank, lay.keys[size_t(rank)], cfg, coll);
         std::string &err = errors[size_t(rank)];
         if (teams.empty()) err = "team create";

@@ -4,7 +4,7 @@
 //
 // On a device team (every rank has a CUDA context current: team.cc agree_device) the
 // slots live in GPU memory and are exported to node peers through CUDA IPC;
-// calls above cfg.small_msg_size of allreduce hier_ring, reduce_scatter hier_direct
+// calls above cfg.zero_copy_size of allreduce hier_ring, reduce_scatter hier_direct
 // (not in place), bcast, single-node allgather, alltoall pairwise (plain, not in
 // place), gather and scatter (the root's node) read node peers' buffers in place through the team's IPC cache (README,
 // "Zero copy inside a node"). Ranks as threads share one process, and CUDA IPC cannot
@@ -617,6 +617,7 @@ Outcome run_job(const Layout &lay, int cache, const std::string &what) {
             cfg.segment_size = kSegment;
             cfg.device_segment_size = 0;  // kSegment on one node too: many segments, stages reused
             cfg.small_msg_size = kSmall;
+            cfg.zero_copy_size = kSmall;
             cfg.ipc_cache_size = cache;
             std::copy(algs.begin(), algs.end(), cfg.algorithm);
             strata_team_t *team = nullptr;
