@@ -82,13 +82,18 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
     char *rbuf = static_cast<char *>(a.recvbuf);
     s.when(inputs.decided(), true);
     // The rails that last used each part of tmp: segment k's rails start once
-    // segment k - kSpreadInFlight's are done with it.
-    std::vector<StepId> used(kSpreadInFlight, kNoStep);
+    // segment k - depth's are done with it. The depth also keeps the tags of the
+    // segments in flight apart: segment k's rails use tags from k x lmax x span on,
+    // taken modulo Team::kTagSubs, so at most kTagSubs / (lmax x span) segments may
+    // be in flight (one when even one does not fit, as the slots' two would not).
+    const size_t per_segment = size_t(lmax) * size_t(span);
+    const size_t depth = std::min(kSpreadInFlight, std::max<size_t>(1, size_t(Team::kTagSubs) / per_segment));
+    std::vector<StepId> used(depth, kNoStep);
     const size_t part = spread_scratch_bytes(l, sg, es) / kSpreadInFlight;
     for (uint64_t k = 0; k < sg.n; ++k) {
         const uint64_t g = sg.first + k;
         const size_t off = sg.offset(k), cnt = sg.length(k);
-        char *tmp_k = tmp + (k % kSpreadInFlight) * part;
+        char *tmp_k = tmp + (k % depth) * part;
         std::vector<StepId> outs{inputs.decided()}, rails;
         for (int t = j; t < lmax; t += L) {
             const Split sp = split(cnt, size_t(lmax), size_t(t));
@@ -98,7 +103,7 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
             const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {inputs.decided()});
             const StepId rail = rail_allreduce(c, rails_of[t], node, mine, tmp_k, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span,
-                                               {red, used[k % kSpreadInFlight]});
+                                               {red, used[k % depth]});
             tmp_k += sp.length * es;
             rails.push_back(rail);
             std::vector<LateSrc> to;
@@ -107,7 +112,7 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
             outs.push_back(s.reduce_multi_late(team.domain(), to, {LateSrc::fixed(mine)}, sp.length, a.dtype, a.op,
                                                {rail}));
         }
-        used[k % kSpreadInFlight] = s.join(rails);
+        used[k % depth] = s.join(rails);
         s.signal(team.flag(j, kFlagDone), g + 1, outs);
     }
     c.wait_all(kFlagDone, sg.first + sg.n, j);
