@@ -322,8 +322,10 @@ Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bo
     mine->has_out = out != nullptr;
     if (out != nullptr) mine->posted = mine->posted && ipc_.describe(dom, out, &mine->out) == STRATA_OK;
     // Peers' streams are not ordered after this process's: the buffer must be final
-    // (work the application queued on the legacy stream included) before they read it.
-    if (mine->posted && !empty) STRATA_CHECK(dom.settle());
+    // (work the application queued on the legacy stream included) before they read it,
+    // and so must the output before they write it (a bcast peer posts no input, but its
+    // root writes its buffer: a late write of the application's would land on top).
+    if (mine->posted && (!empty || out != nullptr)) STRATA_CHECK(dom.settle());
     return STRATA_OK;
 }
 
