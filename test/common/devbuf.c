@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -39,6 +41,8 @@ static struct {
     CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, void *);
     CUresult (*MemFreeAsync)(CUdeviceptr, void *);
     CUresult (*StreamSynchronize)(void *);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, void *);
+    CUresult (*LaunchHostFunc)(void *, void (*)(void *), void *);
     CUresult (*MemCreate)(unsigned long long *, size_t, const void *, unsigned long long);
     CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
     CUresult (*MemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
@@ -101,6 +105,8 @@ int devbuf_init(int local_rank, char *why, size_t why_size)
     *(void **) &cu.MemAllocAsync = dlsym(cu.lib, "cuMemAllocAsync");
     *(void **) &cu.MemFreeAsync = dlsym(cu.lib, "cuMemFreeAsync");
     *(void **) &cu.StreamSynchronize = dlsym(cu.lib, "cuStreamSynchronize");
+    *(void **) &cu.MemcpyHtoDAsync = dlsym(cu.lib, "cuMemcpyHtoDAsync_v2");
+    *(void **) &cu.LaunchHostFunc = dlsym(cu.lib, "cuLaunchHostFunc");
     *(void **) &cu.MemCreate = dlsym(cu.lib, "cuMemCreate");
     *(void **) &cu.MemAddressReserve = dlsym(cu.lib, "cuMemAddressReserve");
     *(void **) &cu.MemMap = dlsym(cu.lib, "cuMemMap");
@@ -261,6 +267,30 @@ void devbuf_free_pinned(void *p)
 int devbuf_to_dev(void *dst, const void *src, size_t bytes)
 {
     return bytes ? report("cuMemcpyHtoD", cu.MemcpyHtoD((CUdeviceptr) dst, src, bytes)) : 0;
+}
+
+int devbuf_to_dev_queued(void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) return 0;
+    if (cu.MemcpyHtoDAsync == NULL) {
+        fprintf(stderr, "devbuf: the driver has no cuMemcpyHtoDAsync\n");
+        return -1;
+    }
+    return report("cuMemcpyHtoDAsync", cu.MemcpyHtoDAsync((CUdeviceptr) dst, src, bytes, NULL));
+}
+
+static void pause_ms(void *ms)
+{
+    usleep((useconds_t) (uintptr_t) ms * 1000);
+}
+
+int devbuf_queue_pause(unsigned ms)
+{
+    if (cu.LaunchHostFunc == NULL) {
+        fprintf(stderr, "devbuf: the driver has no cuLaunchHostFunc\n");
+        return -1;
+    }
+    return report("cuLaunchHostFunc", cu.LaunchHostFunc(NULL, pause_ms, (void *) (uintptr_t) ms));
 }
 
 int devbuf_to_host(void *dst, const void *src, size_t bytes)

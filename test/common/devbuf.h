@@ -39,6 +39,13 @@ void devbuf_free_pinned(void *p);
 /* Synchronous copies; 0 on success. */
 int devbuf_to_dev(void *dst, const void *src, size_t bytes);
 int devbuf_to_host(void *dst, const void *src, size_t bytes);
+/* A copy queued on the legacy default stream, not waited for: as an application that
+ * queued work on its buffers just before an MPI call (src must stay as it is until the
+ * copy has run: the next synchronous copy waits for it). */
+int devbuf_to_dev_queued(void *dst, const void *src, size_t bytes);
+/* Queues ms milliseconds of nothing on the legacy default stream (a host function that
+ * sleeps), as a long kernel of the application's would hold up what it queues next. */
+int devbuf_queue_pause(unsigned ms);
 int devbuf_dev_to_dev(void *dst, const void *src, size_t bytes);
 int devbuf_sync(void);
 

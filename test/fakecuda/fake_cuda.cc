@@ -12,6 +12,12 @@
 //  - Streams are worker threads with in-order queues; each queued op first sleeps
 //    FAKECUDA_DELAY_US (default 200), so a caller that skips a wait reads stale data.
 //    The legacy stream (0) runs ops in the caller after draining the blocking streams.
+//    With FAKECUDA_LEGACY_QUEUE_US=N (N > 0) it is a queue too, each op run N us late, as
+//    an application's work queued on it before an MPI call may still be running: work
+//    on a blocking stream then starts after the legacy work queued before it (the real
+//    legacy stream's implicit order, kept in the stream's worker: the host does not
+//    wait), and the synchronous copies and memsets, cuStreamSynchronize and
+//    cuCtxSynchronize wait for it; an IPC close does not.
 //  - An event is a pair of counters (recorded, completed); an interprocess event keeps
 //    them in shared memory, so cuIpcOpenEventHandle works across processes.
 //  - As with a real GPU, a process forked after cuInit cannot use the driver: every call
@@ -200,6 +206,7 @@ struct CUstream_st {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<std::function<void()>> q;  // the front one runs; popped once done
+    unsigned long long queued = 0, ran = 0;  // ops ever queued, and run
     bool stop = false;
     std::thread worker;
 };
@@ -236,6 +243,8 @@ struct Global {
     std::atomic<int> sticky{0};  // a kernel's fault: every later call fails with it
     int ndev = 0;
     std::atomic<unsigned> delay_us{200};
+    CUstream_st *legacy = nullptr;  // FAKECUDA_LEGACY_QUEUE_US: the legacy stream's queue (never freed)
+    unsigned legacy_us = 0;
     unsigned long long next_id = 1, total_dev = 0;
 };
 
@@ -477,10 +486,11 @@ void run_worker(CUstream_st *s) {
         if (s->q.empty()) return;  // stopped, and drained
         std::function<void()> op = s->q.front();
         l.unlock();
-        if (unsigned us = g().delay_us.load()) usleep(us);
+        if (unsigned us = s == g().legacy ? g().legacy_us : g().delay_us.load()) usleep(us);
         op();
         l.lock();
         s->q.pop_front();
+        s->ran++;
         s->cv.notify_all();
     }
 }
@@ -490,8 +500,14 @@ void drain(CUstream_st *s) {
     s->cv.wait(l, [s] { return s->q.empty(); });
 }
 
-// Drains every stream, or only the blocking ones (those the legacy stream orders after).
-void drain_all(bool blocking_only) {
+// Drains the legacy stream's queue, where it has one (FAKECUDA_LEGACY_QUEUE_US).
+void drain_legacy() {
+    if (g().legacy != nullptr) drain(g().legacy);
+}
+
+// Drains every stream, or only the blocking ones (those the legacy stream orders after),
+// and with_legacy the legacy stream's queue too.
+void drain_all(bool blocking_only, bool with_legacy = true) {
     std::vector<std::shared_ptr<CUstream_st>> all;
     {
         std::lock_guard<std::mutex> l(g().mu);
@@ -499,6 +515,7 @@ void drain_all(bool blocking_only) {
             if (!blocking_only || !(kv.second->flags & STREAM_NON_BLOCKING)) all.push_back(kv.second);
     }
     for (auto &s : all) drain(s.get());
+    if (with_legacy) drain_legacy();
 }
 
 // *out stays empty for the default streams: 0 (legacy), 1 (CU_STREAM_LEGACY) and
@@ -512,20 +529,58 @@ CUresult lookup_stream(CUstream s, std::shared_ptr<CUstream_st> *out) {
     return OK;
 }
 
-// Runs op in s's order: queued on a created stream; at once on a default stream (the
-// legacy one after the blocking streams drain, as the real one orders itself after them).
+unsigned long long enqueue(CUstream_st *sp, std::function<void()> op) {
+    std::lock_guard<std::mutex> l(sp->mu);
+    sp->q.push_back(std::move(op));
+    sp->cv.notify_all();
+    return ++sp->queued;
+}
+
+// The legacy stream's ops queued so far (0 without its queue).
+unsigned long long legacy_queued() {
+    CUstream_st *lg = g().legacy;
+    if (lg == nullptr) return 0;
+    std::lock_guard<std::mutex> l(lg->mu);
+    return lg->queued;
+}
+
+// In a stream's worker: returns once the legacy stream has run its first n ops.
+void legacy_reached(unsigned long long n) {
+    CUstream_st *lg = g().legacy;
+    if (lg == nullptr || n == 0) return;
+    std::unique_lock<std::mutex> l(lg->mu);
+    lg->cv.wait(l, [lg, n] { return lg->ran >= n; });
+}
+
+// Runs op in s's order: queued on a created stream (a blocking one after the legacy
+// stream's queued work); on a default stream at once, or queued on the legacy stream's
+// queue where it has one (the legacy one after the blocking streams drain, as the real
+// one orders itself after them).
 CUresult submit(CUstream s, std::function<void()> op) {
     std::shared_ptr<CUstream_st> sp;
     if (CUresult rc = lookup_stream(s, &sp)) return rc;
     if (!sp) {
-        if (reinterpret_cast<uintptr_t>(s) != 2) drain_all(true);
-        op();
+        if (reinterpret_cast<uintptr_t>(s) == 2) {
+            op();
+        } else {
+            drain_all(true, false);
+            if (g().legacy != nullptr) enqueue(g().legacy, std::move(op));
+            else op();
+        }
         return OK;
     }
-    std::lock_guard<std::mutex> l(sp->mu);
-    sp->q.push_back(std::move(op));
-    sp->cv.notify_all();
+    // A blocking stream's op starts after the legacy work queued before it (on the
+    // device: the host does not wait).
+    const unsigned long long before = sp->flags & STREAM_NON_BLOCKING ? 0 : legacy_queued();
+    if (before == 0) enqueue(sp.get(), std::move(op));
+    else enqueue(sp.get(), [before, op] { legacy_reached(before); op(); });
     return OK;
+}
+
+// A synchronous copy or memset returns once it is done.
+CUresult synced(CUresult rc) {
+    if (rc == OK) drain_legacy();
+    return rc;
 }
 
 // dev_dst, dev_src: the call's signature names that side a device address.
@@ -634,7 +689,9 @@ CUresult free_range(uintptr_t p, Kind k, Kind k2, CUresult err) {
         if (counts_as_device(r.kind)) fakecuda::devmem_add(r.dev, -dev_pages(r.size));
     }
     if (r.kind == Kind::Registered) return OK;  // the caller's memory
-    drain_all(false);
+    // (An IPC close leaves the legacy stream's queue alone: the application's work there
+    // cannot use a mapping strata opened, and a real close does not wait for it.)
+    drain_all(false, r.kind != Kind::Ipc);
     // Freed device memory is soon someone else's: poison it, so that a process still
     // reading it through an IPC mapping (which keeps the pages) sees garbage, not the data.
     if (r.kind == Kind::Device || r.kind == Kind::Pool) std::memset(r.shadow, 0xDB, r.map_size);
@@ -807,6 +864,12 @@ FAKECUDA_API CUresult cuInit(unsigned flags) {
     G.ndev = env_int("FAKECUDA_DEVICES", 1, 0, kMaxDevices);
     if (G.ndev == 0) return E_NO_DEVICE;
     G.delay_us = (unsigned)env_int("FAKECUDA_DELAY_US", 200, 0, 10000000);
+    G.legacy_us = (unsigned)env_int("FAKECUDA_LEGACY_QUEUE_US", 0, 0, 10000000);
+    if (G.legacy_us > 0) {
+        G.legacy = new CUstream_st;
+        G.legacy->flags = 0;
+        std::thread(run_worker, G.legacy).detach();
+    }
     for (int i = 0; i < kMaxDevices; ++i) G.ctx[i] = CUctx_st{i, 0};
     G.inited = true;
     return OK;
@@ -1095,14 +1158,16 @@ FAKECUDA_API CUresult cuPointerGetAttributes(unsigned n, int *attrs, void **data
 
 typedef CUdeviceptr Dp;
 typedef CUstream St;
-FAKECUDA_API CUresult cuMemcpy(Dp dst, Dp src, size_t n) { return copy(dst, src, n, 0, false, false); }
+FAKECUDA_API CUresult cuMemcpy(Dp dst, Dp src, size_t n) { return synced(copy(dst, src, n, 0, false, false)); }
 FAKECUDA_API CUresult cuMemcpyHtoD_v2(Dp dst, const void *src, size_t n) {
-    return copy(dst, (Dp)src, n, 0, true, false);
+    return synced(copy(dst, (Dp)src, n, 0, true, false));
 }
 FAKECUDA_API CUresult cuMemcpyDtoH_v2(void *dst, Dp src, size_t n) {
-    return copy((Dp)dst, src, n, 0, false, true);
+    return synced(copy((Dp)dst, src, n, 0, false, true));
 }
-FAKECUDA_API CUresult cuMemcpyDtoD_v2(Dp dst, Dp src, size_t n) { return copy(dst, src, n, 0, true, true); }
+FAKECUDA_API CUresult cuMemcpyDtoD_v2(Dp dst, Dp src, size_t n) {
+    return synced(copy(dst, src, n, 0, true, true));
+}
 FAKECUDA_API CUresult cuMemcpyAsync(Dp dst, Dp src, size_t n, St s) { return copy(dst, src, n, s, false, false); }
 FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2(Dp dst, const void *src, size_t n, St s) {
     return copy(dst, (Dp)src, n, s, true, false);
@@ -1110,8 +1175,8 @@ FAKECUDA_API CUresult cuMemcpyHtoDAsync_v2(Dp dst, const void *src, size_t n, St
 FAKECUDA_API CUresult cuMemcpyDtoHAsync_v2(void *dst, Dp src, size_t n, St s) {
     return copy((Dp)dst, src, n, s, false, true);
 }
-FAKECUDA_API CUresult cuMemsetD8_v2(Dp dst, unsigned char v, size_t n) { return fill(dst, v, n, 1, 0); }
-FAKECUDA_API CUresult cuMemsetD32_v2(Dp dst, unsigned v, size_t n) { return fill(dst, v, n, 4, 0); }
+FAKECUDA_API CUresult cuMemsetD8_v2(Dp dst, unsigned char v, size_t n) { return synced(fill(dst, v, n, 1, 0)); }
+FAKECUDA_API CUresult cuMemsetD32_v2(Dp dst, unsigned v, size_t n) { return synced(fill(dst, v, n, 4, 0)); }
 FAKECUDA_API CUresult cuMemsetD8Async(Dp dst, unsigned char v, size_t n, St s) { return fill(dst, v, n, 1, s); }
 FAKECUDA_API CUresult cuMemsetD32Async(Dp dst, unsigned v, size_t n, St s) { return fill(dst, v, n, 4, s); }
 

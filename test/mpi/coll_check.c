@@ -133,6 +133,7 @@ static int verbose, corrupt_rank = -1, corrupt_pending, corrupt_kind, corrupt_ar
 static long n_tests, n_failed_here;
 static int max_count = 4096;
 static int a2av_inplace_zeros;   /* -Z */
+static int queued_push;          /* -Q */
 static unsigned type_mask_set; static int type_sel[64]; static unsigned op_sel = ~0u;
 static const char *comm_name = "world";
 
@@ -752,7 +753,7 @@ static int in_list(const char *list, const char *name)
 static void usage(void)
 {
     printf("usage: coll_check [-c COLLS] [-n MAXCOUNT] [-t TYPES] [-o OPS] [-m COMMS] [-M MODES] [-K N] [-R N] [-Z]\n"
-           "                  [-s SEED] [-d KIND] [-L N] [-T LEVEL] [-v[v]] [-l]\n"
+           "                  [-Q] [-s SEED] [-d KIND] [-L N] [-T LEVEL] [-v[v]] [-l]\n"
            "  -c  comma list of collectives (default: all)\n"
            "  -n  largest element count (default 4096); counts are 0, 1, primes below it, and it\n"
            "  -t  comma list of types (default: all for reductions, a representative set for data movement)\n"
@@ -771,6 +772,9 @@ static void usage(void)
            "      mixed (GPU memory on even ranks, host on odd), mixed-odd (the other way round);\n"
            "      managed-odd (GPU memory on even ranks, managed memory on odd ones);\n"
            "      exits 77 when a GPU is needed and there is none\n"
+           "  -Q  with a GPU kind: each call's device buffers get their contents by copies\n"
+           "      queued on the legacy default stream just before it, not waited for (the\n"
+           "      application's queued work, which the call must wait for)\n"
            "  -L  with a GPU kind: also N calls on freshly allocated device buffers; fails if\n"
            "      device memory in use grows\n"
            "  -T  thread level of MPI_Init_thread: single (default), funneled, serialized, multiple\n"
@@ -890,6 +894,7 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "-K") && v) { batch_k = atoi(v); a++; }
         else if (!strcmp(s, "-R") && v) { n_starts = atoi(v); a++; }
         else if (!strcmp(s, "-Z")) a2av_inplace_zeros = 1;
+        else if (!strcmp(s, "-Q")) queued_push = 1;
         else if (!strcmp(s, "-s") && v) { g_seed = strtoull(v, NULL, 0); a++; }
         else if (!strcmp(s, "-d") && v) {
             int k = 0;

