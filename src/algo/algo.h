@@ -38,6 +38,16 @@ inline Segments take_segments(Call &call, size_t count, strata_dtype_t dtype, si
     return {count, elems, elems * es, n, call.take_segments(n)};
 }
 
+// Bytes of this rank's slices of the largest segment (the first), one after another,
+// where segments are cut into lmax slices and slice t is owned by local rank t % L
+// (the spread branches' scratch per segment in flight).
+inline size_t owned_slices_bytes(const Layout &l, const Segments &sg, size_t es) {
+    size_t mine = 0;
+    for (int t = l.my_local(); t < l.max_local_size(); t += l.my_local_size())
+        mine += split(sg.n > 0 ? sg.length(0) : 0, size_t(l.max_local_size()), size_t(t)).length * es;
+    return mine;
+}
+
 using BuildFn = Status (*)(Call &call, const CollArgs &args);
 
 struct Algorithm {

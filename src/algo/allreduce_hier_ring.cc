@@ -63,10 +63,7 @@ void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments 
 // The rails' scratch of the spread branch: for each of kSpreadInFlight segments, room
 // for this rank's slices of the largest one (the first), one after another.
 size_t spread_scratch_bytes(const Layout &l, const Segments &sg, size_t es) {
-    size_t mine = 0;
-    for (int t = l.my_local(); t < l.max_local_size(); t += l.my_local_size())
-        mine += split(sg.n > 0 ? sg.length(0) : 0, size_t(l.max_local_size()), size_t(t)).length * es;
-    return kSpreadInFlight * mine;
+    return kSpreadInFlight * owned_slices_bytes(l, sg, es);
 }
 
 // The spread branch (several nodes, every buffer of the node mapped; above). tmp: the

@@ -20,14 +20,18 @@
 // In place, the result lands at the start of recvbuf; it only ever overwrites input
 // of segments already copied in.
 //
-// On a device team, when not in place, step 1 goes away where it can: the ranks of a
-// node map each other's send buffers through CUDA IPC (node_inputs.h) and
-// the owners read them in place. A rank's copy-out waits only for the owners of its
-// own range, so it also waits for every local peer's last SLICE before returning:
-// until then a peer may still read its send buffer. (In place stays on the copy-in
-// path: a rank's results would overwrite input its peers have yet to read.)
+// On a device team, when not in place and every rank of the node mapped its buffers
+// through CUDA IPC (node_inputs.h), the slots go away. (In place stays on the slots:
+// a rank's results would overwrite input its peers have yet to read.)
 //
-// On one node, when every rank mapped, steps 1 to 4 are fused: per segment, one kernel
+// Across nodes (build_spread), per segment the owner of slice t sums it from every
+// local input into scratch with one kernel, sends the other nodes' parts as in step
+// 3, and folds each local rank's part with the other nodes' sums of it straight into
+// that rank's recvbuf, one kernel per part: no SLICE round and no copy-out, and up to
+// kSpreadInFlight segments at once where the slot pairs allow 2. A node where not
+// every rank mapped takes steps 1 to 4 (the same messages).
+//
+// On one node, steps 1 to 4 are fused: per segment, one kernel
 // of each rank reads its own range's part of every local input where it lies and
 // writes the reduction straight into its recvbuf (reads S, writes S/L per rank; no
 // slot, no copy). A rank then waits for every local peer's DONE, after which no peer
@@ -63,6 +67,92 @@ void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments 
     }
     c.done_together(reds);
     s.always();
+}
+
+// Segments whose slices may be on the rails at once in the spread branch (which uses
+// no slot: each has its part of the scratch).
+constexpr size_t kSpreadInFlight = 8;
+
+// The spread branch (several nodes, every input and output of the node mapped): per
+// segment and owned slice t, one kernel sums slice t of every local input into the
+// rank's scratch; the parts other nodes' ranks own go to them as in steps 3; and for
+// each rank r of my node, one kernel folds r's part of my sum with the other nodes'
+// sums of it straight into r's recvbuf. No slot, no SLICE round, no copy-out. The
+// messages are the slots branch's (a node that did not map takes that one). A rank
+// ends once every local rank's DONE says its kernels, which read this rank's input
+// and write its output, are done (Call::done_together).
+Status build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg,
+                    const std::vector<Range> &range, const std::vector<std::vector<int>> &rails) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
+    const Layout &l = team.layout();
+    const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
+    const int node = l.my_node(), nnodes = l.nnodes();
+    const size_t es = strata_dtype_size(a.dtype);
+    // Per segment in flight: my slices' sums, then each node's sums of my node's parts
+    // of them, at the same places.
+    // Segment k's messages use tags from k x lmax x lmax on, taken modulo
+    // Team::kTagSubs: the segments in flight keep theirs apart.
+    const size_t depth =
+        std::min(kSpreadInFlight, std::max<size_t>(1, size_t(Team::kTagSubs) / (size_t(lmax) * size_t(lmax))));
+    const size_t part = owned_slices_bytes(l, sg, es), stride = (1 + size_t(nnodes)) * part;
+    char *area = c.scratch2(depth * stride);
+    if (area == nullptr && stride > 0) return fail(STRATA_ERR_NOMEM, "reduce_scatter scratch");
+    s.when(inputs.decided(), true);
+    // What reads a local peer's input or writes its output: a slice whose parts all go
+    // to other nodes has a sum but no fold, and the peers must not return before it.
+    std::vector<StepId> used(depth, kNoStep), touched;
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const size_t off = sg.offset(k), cnt = sg.length(k);
+        char *sums = area + (k % depth) * stride;
+        const StepId free = s.join({inputs.decided(), used[k % depth]});
+        std::vector<StepId> uses;
+        size_t pos = 0;  // where slice t lies in sums (and in each node's area)
+        for (int t = j; t < lmax; t += L) {
+            const Split sp = split(cnt, size_t(lmax), size_t(t));
+            const Range sl{off + sp.offset, off + sp.offset + sp.length};
+            if (sl.hi == sl.lo) continue;
+            char *sum = sums + pos;
+            const StepId red = inputs.reduce_into(sum, sl.lo, sl.hi - sl.lo, a.op, {free});
+            uses.push_back(red);
+            touched.push_back(red);  // it reads every local input
+            const std::vector<int> &rail = rails[size_t(t)];
+            for (int m = 0; m < nnodes; ++m) {
+                if (m == node) continue;
+                for (int r : l.members[size_t(m)]) {
+                    const Range p = meet(sl, range[size_t(r)]);
+                    if (p.hi == p.lo) continue;
+                    const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
+                                         uint64_t(l.local_of[size_t(r)]);
+                    uses.push_back(s.send(sum + (p.lo - sl.lo) * es, (p.hi - p.lo) * es, rail[size_t(m)],
+                                          c.tag(sub), {red}));
+                }
+            }
+            for (int r : l.members[size_t(node)]) {
+                const Range p = meet(sl, range[size_t(r)]);
+                if (p.hi == p.lo) continue;
+                const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
+                                     uint64_t(l.local_of[size_t(r)]);
+                const size_t o = (p.lo - sl.lo) * es;
+                std::vector<LateSrc> parts{LateSrc::fixed(sum + o)};
+                Deps got{red};
+                for (int m = 0; m < nnodes; ++m) {
+                    if (m == node) continue;
+                    char *t_m = sums + (1 + size_t(m)) * part + pos + o;
+                    got.add(s.recv(t_m, (p.hi - p.lo) * es, rail[size_t(m)], c.tag(sub), {free, red}));
+                    parts.push_back(LateSrc::fixed(t_m));
+                }
+                const LateSrc to = c.peer_out(l.local_of[size_t(r)], (p.lo - range[size_t(r)].lo) * es);
+                touched.push_back(s.reduce_multi_late(team.domain(), {to}, parts, p.hi - p.lo, a.dtype, a.op, got));
+                uses.push_back(touched.back());
+            }
+            pos += (sl.hi - sl.lo) * es;
+        }
+        used[k % depth] = s.join(uses);
+    }
+    c.done_together(touched);
+    s.always();
+    return STRATA_OK;
 }
 }  // namespace
 
@@ -132,12 +222,14 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     // Agreed: the layout, in place (MPI: every rank or none) and zero_copy() are, and
     // so is whether every rank of the node mapped.
     const bool try_mapped = L > 1 && !a.in_place && team.zero_copy(a.bytes());
-    const bool fused = try_mapped && nnodes == 1;
-    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, try_mapped);
-    NodeInputs slots(c, sbuf, a.bytes(), a.dtype, false);
-    NodeInputs &inputs = fused ? slots : mapped;
-    if (fused) {
-        build_fused(c, a, mapped, sg, mine);
+    // Across nodes the outputs are mapped too (the spread branch writes them).
+    NodeInputs mapped(c, sbuf, a.bytes(), a.dtype, try_mapped, nnodes > 1 ? rbuf : nullptr);
+    NodeInputs inputs(c, sbuf, a.bytes(), a.dtype, false);  // the slots' (below)
+    if (try_mapped) {
+        if (nnodes == 1)
+            build_fused(c, a, mapped, sg, mine);
+        else
+            STRATA_CHECK(build_spread(c, a, mapped, sg, range, rails));
         s.when(mapped.decided(), false);  // the slots below
     }
 
@@ -200,8 +292,6 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
         gather_slices(c, g, off, cnt, want.lo, std::max(want.lo, want.hi), rbuf + (want.lo - mine.lo) * es, es,
                       mine_done);
     }
-    // In place: peers may still read this rank's buffer until their last SLICE.
-    if (inputs.maybe_in_place()) c.wait_all(kFlagSlice, sg.first + sg.n, j);
     s.always();
     return STRATA_OK;
 }
