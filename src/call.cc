@@ -96,6 +96,14 @@ StepId Call::map_peers(const void *buf, size_t bytes, int source, void *out) {
         {all_opened});
 }
 
+std::vector<LateSrc> Call::peer_outs(size_t offset, bool mine) const {
+    const int me = team_.layout().my_local();
+    std::vector<LateSrc> to;
+    for (int i = 0; i < int(peer_outs_.size()); ++i)
+        if (i != me || mine) to.push_back(peer_out(i, offset));
+    return to;
+}
+
 char *Call::Buffer::reserve(MemDomain &d, size_t n) {
     if (n > bytes || dom != &d) {
         drop();

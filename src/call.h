@@ -135,6 +135,9 @@ public:
     StepId map_peers(const void *buf, size_t bytes, int source = -1, void *out = nullptr);
     LateSrc peer(int local, size_t offset) const { return LateSrc{&peer_bufs_[size_t(local)], offset}; }
     LateSrc peer_out(int local, size_t offset) const { return LateSrc{&peer_outs_[size_t(local)], offset}; }
+    // Every local rank's output at offset, in local order; this rank's own only with
+    // mine (a kernel that writes into all of the node's outputs).
+    std::vector<LateSrc> peer_outs(size_t offset, bool mine) const;
     // Whether the last run read node peers' buffers in place.
     bool mapped() const { return mapped_; }
 

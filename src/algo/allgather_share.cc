@@ -151,9 +151,7 @@ Status allgather_share(Call &c, const CollArgs &a, const std::vector<std::vector
                 // Piece by piece as the network brings them (one piece when already there).
                 const size_t piece = own_block || arr.empty() ? n : chunk;
                 for (size_t off = 0, p = 0; off < n; off += piece, ++p) {
-                    std::vector<LateSrc> to;
-                    for (int i = 0; i < L; ++i)
-                        if (i != j || (own_block && !a.in_place)) to.push_back(c.peer_out(i, d + off));
+                    const std::vector<LateSrc> to = c.peer_outs(d + off, own_block && !a.in_place);
                     if (to.empty()) continue;
                     const LateSrc from = own_block ? c.peer(j, off) : LateSrc::fixed(rbuf + d + off);
                     Deps deps{peers.decided()};

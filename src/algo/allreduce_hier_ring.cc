@@ -103,10 +103,8 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
                                                {red, used[k % depth]});
             tmp_k += sp.length * es;
             rails.push_back(rail);
-            std::vector<LateSrc> to;
-            for (int r = 0; r < L; ++r)
-                if (r != j) to.push_back(c.peer_out(r, (off + sp.offset) * es));
-            outs.push_back(s.reduce_multi_late(team.domain(), to, {LateSrc::fixed(mine)}, sp.length, a.dtype, a.op,
+            outs.push_back(s.reduce_multi_late(team.domain(), c.peer_outs((off + sp.offset) * es, false),
+                                               {LateSrc::fixed(mine)}, sp.length, a.dtype, a.op,
                                                {rail}));
         }
         used[k % depth] = s.join(rails);

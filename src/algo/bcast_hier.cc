@@ -82,12 +82,6 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
 
     // The node root's pushes (across nodes, in place): every local peer's buffer but mine.
     std::vector<StepId> pushed;
-    auto outputs = [&](size_t off) {
-        std::vector<LateSrc> to;
-        for (int i = 0; i < L; ++i)
-            if (i != j) to.push_back(c.peer_out(i, off));
-        return to;
-    };
     for (uint64_t k = 0; k < nseg; ++k) {
         const uint64_t g = first + k;
         const size_t off = k * window, len = std::min(window, a.count - off);
@@ -101,7 +95,7 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
             }
             // I write the data into my peers' buffers as it lands, or they read it from my slot.
             way.in_place([&] {
-                pushed.push_back(s.reduce_multi_late(dom, outputs(off), {LateSrc::fixed(buf + off)}, len, STRATA_BYTE,
+                pushed.push_back(s.reduce_multi_late(dom, c.peer_outs(off, false), {LateSrc::fixed(buf + off)}, len, STRATA_BYTE,
                                                      STRATA_OP_BOR, {got, way.decided()}));
             });
             way.otherwise([&] {

@@ -66,10 +66,9 @@ StepId NodeInputs::reduce_into(char *dst, size_t lo, size_t n, strata_op_t op, c
 StepId NodeInputs::reduce_into_all(uint64_t g, size_t lo, size_t n, strata_op_t op, const Deps &deps) {
     Schedule &s = c_.schedule();
     Team &team = c_.team();
-    const int L = team.layout().my_local_size(), j = team.layout().my_local();
-    std::vector<LateSrc> outs;
-    for (int r = 0; r < L; ++r) outs.push_back(c_.peer_out(r, lo * es_));
-    const StepId red = s.reduce_multi_late(team.domain(), outs, mapped_inputs(lo), n, dtype_, op, deps);
+    const int j = team.layout().my_local();
+    const StepId red = s.reduce_multi_late(team.domain(), c_.peer_outs(lo * es_, true), mapped_inputs(lo), n, dtype_,
+                                           op, deps);
     return s.signal(team.flag(j, kFlagDone), g + 1, {red});
 }
 

@@ -51,6 +51,30 @@ Range meet(Range a, Range b) {
     return {lo, hi > lo ? hi : lo};
 }
 
+// The tag of segment k's slice t's part for the rank of local index `local` on its
+// rail (one per segment, slice and destination), the same in both branches.
+int part_tag(const Call &c, uint64_t k, int t, int local) {
+    const uint64_t lmax = uint64_t(c.team().layout().max_local_size());
+    return c.tag((k * lmax + uint64_t(t)) * lmax + uint64_t(local));
+}
+
+// Step 3's sends, in both branches: slice t of segment k (elements sl, its first at
+// `at`) to every other node's member of rail t, the parts that belong to that node's
+// ranks, once dep is done. The steps go to *steps.
+void send_parts(Call &c, const std::vector<Range> &range, const std::vector<int> &rail, uint64_t k, int t,
+                Range sl, const char *at, size_t es, StepId dep, std::vector<StepId> *steps) {
+    const Layout &l = c.team().layout();
+    for (int m = 0; m < l.nnodes(); ++m) {
+        if (m == l.my_node()) continue;
+        for (int r : l.members[size_t(m)]) {
+            const Range p = meet(sl, range[size_t(r)]);
+            if (p.hi > p.lo)
+                steps->push_back(c.schedule().send(at + (p.lo - sl.lo) * es, (p.hi - p.lo) * es, rail[size_t(m)],
+                                                   part_tag(c, k, t, l.local_of[size_t(r)]), {dep}));
+        }
+    }
+}
+
 // The fused branch (one node, every input mapped): per segment, this rank's range of
 // it reduced from every local input into recvbuf, one kernel; then every rank's DONE.
 void build_fused(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments &sg, Range mine) {
@@ -117,29 +141,18 @@ Status build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segmen
             uses.push_back(red);
             touched.push_back(red);  // it reads every local input
             const std::vector<int> &rail = rails[size_t(t)];
-            for (int m = 0; m < nnodes; ++m) {
-                if (m == node) continue;
-                for (int r : l.members[size_t(m)]) {
-                    const Range p = meet(sl, range[size_t(r)]);
-                    if (p.hi == p.lo) continue;
-                    const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
-                                         uint64_t(l.local_of[size_t(r)]);
-                    uses.push_back(s.send(sum + (p.lo - sl.lo) * es, (p.hi - p.lo) * es, rail[size_t(m)],
-                                          c.tag(sub), {red}));
-                }
-            }
+            send_parts(c, range, rail, k, t, sl, sum, es, red, &uses);
             for (int r : l.members[size_t(node)]) {
                 const Range p = meet(sl, range[size_t(r)]);
                 if (p.hi == p.lo) continue;
-                const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
-                                     uint64_t(l.local_of[size_t(r)]);
+                const int tag = part_tag(c, k, t, l.local_of[size_t(r)]);
                 const size_t o = (p.lo - sl.lo) * es;
                 std::vector<LateSrc> parts{LateSrc::fixed(sum + o)};
                 Deps got{red};
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
                     char *t_m = sums + (1 + size_t(m)) * part + pos + o;
-                    got.add(s.recv(t_m, (p.hi - p.lo) * es, rail[size_t(m)], c.tag(sub), {free, red}));
+                    got.add(s.recv(t_m, (p.hi - p.lo) * es, rail[size_t(m)], tag, {free, red}));
                     parts.push_back(LateSrc::fixed(t_m));
                 }
                 const LateSrc to = c.peer_out(l.local_of[size_t(r)], (p.lo - range[size_t(r)].lo) * es);
@@ -256,30 +269,19 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
             const StepId red = inputs.reduce(res + (sl.lo - off) * es, g, off, sl.lo, sl.hi - sl.lo, a.op, {ready});
             mine_done.push_back(red);
             // 3. send every other node its ranks' parts of the slice.
-            for (int m = 0; m < nnodes; ++m) {
-                if (m == node) continue;
-                for (int r : l.members[size_t(m)]) {
-                    const Range part = meet(sl, range[size_t(r)]);
-                    if (part.hi == part.lo) continue;
-                    const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
-                                         uint64_t(l.local_of[size_t(r)]);
-                    mine_done.push_back(s.send(res + (part.lo - off) * es, (part.hi - part.lo) * es,
-                                               rail[size_t(m)], c.tag(sub), {red}));
-                }
-            }
+            send_parts(c, range, rail, k, t, sl, res + (sl.lo - off) * es, es, red, &mine_done);
             // ... and fold in the other nodes' sums of my node's parts.
             for (int r : l.members[size_t(node)]) {
                 const Range part = meet(sl, range[size_t(r)]);
                 if (part.hi == part.lo || nnodes == 1) continue;
-                const uint64_t sub = (k * uint64_t(lmax) + uint64_t(t)) * uint64_t(lmax) +
-                                     uint64_t(l.local_of[size_t(r)]);
+                const int tag = part_tag(c, k, t, l.local_of[size_t(r)]);
                 const size_t o = (part.lo - off) * es;
                 std::vector<const void *> parts{res + o};
                 Deps got{red};
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
                     char *t_m = parity_tmp + size_t(m) * sg.bytes + o;
-                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], c.tag(sub),
+                    got.add(s.recv(t_m, (part.hi - part.lo) * es, rail[size_t(m)], tag,
                                    {free}));
                     parts.push_back(t_m);
                 }
