@@ -28,6 +28,12 @@ void strata_config_defaults(strata_config_t *cfg) {
     // size slower (perf/results/h200-2026-12-04-segments.txt). Across nodes a deep
     // pipeline matters more; there segment_size stays.
     cfg->device_segment_size = size_t(64) << 20;
+    // Across nodes the cost model (perf/MODEL.md, DGX H100, allreduce with 8 segments in
+    // flight) puts 8 MiB ahead of 4 MiB from 64 MiB calls up (2 x 8 GPUs: 341 / 353 /
+    // 355 GB/s against 305 / 311 / 312 at 64 MiB / 256 MiB / 1 GiB; 4 x 8: 292 / 256 /
+    // 248 against 241 / 235 / 235), 2-7% behind at 16 MiB. Its slots: 32 MiB of GPU
+    // memory per rank.
+    cfg->device_multinode_segment_size = size_t(8) << 20;
     cfg->small_msg_size = 16 * 1024;
     // Its own setting since 2026-12-05, at the value small_msg_size gave it. The cost
     // model prices no size at which the slots beat the mapped kernels (perf/MODEL.md),
@@ -79,11 +85,12 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
         warn("segment size out of range", "segment size %zu is out of range (64 bytes to 1 GiB)", cfg->segment_size);
         return STRATA_ERR_ARG;
     }
-    if (cfg->device_segment_size != 0 && (cfg->device_segment_size < 64 || cfg->device_segment_size > (size_t(1) << 30))) {
-        warn("segment size out of range", "device segment size %zu is out of range (0, or 64 bytes to 1 GiB)",
-             cfg->device_segment_size);
-        return STRATA_ERR_ARG;
-    }
+    for (const size_t *dev : {&cfg->device_segment_size, &cfg->device_multinode_segment_size})
+        if (*dev != 0 && (*dev < 64 || *dev > (size_t(1) << 30))) {
+            warn("segment size out of range", "device segment size %zu is out of range (0, or 64 bytes to 1 GiB)",
+                 *dev);
+            return STRATA_ERR_ARG;
+        }
     CoreTeam *t = new (std::nothrow) CoreTeam(rank, size, node_key, *transport, *cfg);
     if (!t) return STRATA_ERR_NOMEM;
     load_team_rules(*t, cfg->rules_file);

@@ -169,6 +169,7 @@ typedef struct strata_config {
     size_t segment_size;            /* pipeline segment, bytes */
     size_t device_segment_size;     /* the segment of a one-node team whose schedules run in GPU
                                        memory; 0: segment_size there too */
+    size_t device_multinode_segment_size;  /* the same for a team across nodes; 0: segment_size */
     size_t small_msg_size;          /* auto rules: at or below this, latency algorithms */
     size_t zero_copy_size;          /* GPU path: above this, node peers' buffers are read in place */
     int algorithm[STRATA_COLL_COUNT];   /* STRATA_ALG_AUTO, STRATA_ALG_BASE or an index into the table */

@@ -96,8 +96,8 @@ public:
     // rank cuts the same segments.
     size_t segment_bytes() const { return segment_bytes(device()); }
     size_t segment_bytes(bool in_gpu) const {
-        return in_gpu && layout_.nnodes() == 1 && cfg_.device_segment_size != 0 ? cfg_.device_segment_size
-                                                                                : cfg_.segment_size;
+        const size_t gpu = layout_.nnodes() == 1 ? cfg_.device_segment_size : cfg_.device_multinode_segment_size;
+        return in_gpu && gpu != 0 ? gpu : cfg_.segment_size;
     }
     // Whole elements of es bytes per segment (at least one).
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }

@@ -29,6 +29,7 @@ typedef struct mca_coll_strata_component_t {
     int node_size;
     size_t segment_size;
     size_t device_segment_size;
+    size_t device_multinode_segment_size;
     size_t small_msg_size;
     size_t zero_copy_size;
     int algorithm[STRATA_COLL_COUNT];

@@ -207,6 +207,10 @@ static void check_ranges(void)
     if (cs->device_segment_size != 0) {   /* 0: segment_size on GPU teams too */
         check_size("device_segment_size", &cs->device_segment_size, 64, STRATA_MAX_SEGMENT, d.device_segment_size);
     }
+    if (cs->device_multinode_segment_size != 0) {
+        check_size("device_multinode_segment_size", &cs->device_multinode_segment_size, 64, STRATA_MAX_SEGMENT,
+                   d.device_multinode_segment_size);
+    }
     check_int("ipc_cache_size", &cs->ipc_cache_size, 0, 1 << 16, d.ipc_cache_size);
     check_size("ipc_cache_bytes", &cs->ipc_cache_bytes, 0, (size_t) 1 << 50, d.ipc_cache_bytes);
     check_int("lazy_calls", &cs->lazy_calls, 0, 1 << 20, d.lazy_calls);
@@ -330,6 +334,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->node_size = d->node_size;
     cs->segment_size = d->segment_size;
     cs->device_segment_size = d->device_segment_size;
+    cs->device_multinode_segment_size = d->device_multinode_segment_size;
     cs->small_msg_size = d->small_msg_size;
     cs->zero_copy_size = d->zero_copy_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
@@ -416,9 +421,15 @@ static int mca_coll_strata_register(void)
         "Pipeline segment in bytes of a communicator on one node whose collectives run in "
         "GPU memory (each segment costs a kernel launch and a host round trip, so fewer "
         "are faster there; its stage slots take 4 segments of GPU memory per rank); "
-        "0: segment_size. Communicators across nodes use segment_size",
+        "0: segment_size. Communicators across nodes use device_multinode_segment_size",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->device_segment_size);
+    (void) mca_base_component_var_register(c, "device_multinode_segment_size",
+        "Pipeline segment in bytes of a communicator across nodes whose collectives run in "
+        "GPU memory (up to 8 segments of an allreduce cross the network at once; its stage "
+        "slots take 4 segments of GPU memory per rank); 0: segment_size",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &cs->device_multinode_segment_size);
     (void) mca_base_component_var_register(c, "small_msg_size",
         "Messages of at most this many bytes count as small: the auto rules pick "
         "latency-bound algorithms for them",
@@ -633,6 +644,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->node_size = cs->node_size > 0 ? cs->node_size : 0;
     cfg->segment_size = cs->segment_size;
     cfg->device_segment_size = cs->device_segment_size;
+    cfg->device_multinode_segment_size = cs->device_multinode_segment_size;
     cfg->small_msg_size = cs->small_msg_size;
     cfg->zero_copy_size = cs->zero_copy_size;
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {

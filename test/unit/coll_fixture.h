@@ -176,6 +176,7 @@ std::vector<uint64_t> run_layout(const Layout &lay, strata_coll_t coll, const st
         cfg.node_size = lay.node_size;
         cfg.segment_size = lay.segment;
         cfg.device_segment_size = 0;  // the layout's segment on GPU teams of one node too
+        cfg.device_multinode_segment_size = 0;  // and across nodes
         cfg.small_msg_size = 2048;
         cfg.zero_copy_size = 2048;  // (device teams)
         std::vector<strata_team_t *> teams = make_teams(job, rank, lay.keys[size_t(rank)], cfg, coll);

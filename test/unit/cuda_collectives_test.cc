@@ -616,6 +616,7 @@ Outcome run_job(const Layout &lay, int cache, const std::string &what) {
             cfg.node_size = lay.node_size;
             cfg.segment_size = kSegment;
             cfg.device_segment_size = 0;  // kSegment on one node too: many segments, stages reused
+            cfg.device_multinode_segment_size = 0;  // and across nodes
             cfg.small_msg_size = kSmall;
             cfg.zero_copy_size = kSmall;
             cfg.ipc_cache_size = cache;
