@@ -95,8 +95,8 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
             }
             // I write the data into my peers' buffers as it lands, or they read it from my slot.
             way.in_place([&] {
-                pushed.push_back(s.reduce_multi_late(dom, c.peer_outs(off, false), {LateSrc::fixed(buf + off)}, len, STRATA_BYTE,
-                                                     STRATA_OP_BOR, {got, way.decided()}));
+                pushed.push_back(s.reduce_multi_late(dom, c.peer_outs(off, false), {LateSrc::fixed(buf + off)}, len,
+                                                     STRATA_BYTE, STRATA_OP_BOR, {got, way.decided()}));
             });
             way.otherwise([&] {
                 const StepId free = c.slots_free(g);

@@ -152,7 +152,7 @@ Status build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segmen
                 for (int m = 0; m < nnodes; ++m) {
                     if (m == node) continue;
                     char *t_m = sums + (1 + size_t(m)) * part + pos + o;
-                    got.add(s.recv(t_m, (p.hi - p.lo) * es, rail[size_t(m)], tag, {free, red}));
+                    got.add(s.recv(t_m, (p.hi - p.lo) * es, rail[size_t(m)], tag, {free}));
                     parts.push_back(LateSrc::fixed(t_m));
                 }
                 const LateSrc to = c.peer_out(l.local_of[size_t(r)], (p.lo - range[size_t(r)].lo) * es);

@@ -529,11 +529,11 @@ CUresult lookup_stream(CUstream s, std::shared_ptr<CUstream_st> *out) {
     return OK;
 }
 
-unsigned long long enqueue(CUstream_st *sp, std::function<void()> op) {
+void enqueue(CUstream_st *sp, std::function<void()> op) {
     std::lock_guard<std::mutex> l(sp->mu);
     sp->q.push_back(std::move(op));
+    ++sp->queued;
     sp->cv.notify_all();
-    return ++sp->queued;
 }
 
 // The legacy stream's ops queued so far (0 without its queue).
