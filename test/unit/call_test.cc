@@ -94,6 +94,11 @@ TEST(Call, DifferentCountOnANodeIsTruncateAndTheNextCallIsHandedBackEverywhere) 
     EXPECT_EQ(r.st[1], STRATA_ERR_TRUNCATE);
 }
 
+// The deadline of the two tests below: the first call (the team's setup) must make
+// progress within it on a loaded machine (at 0.5 s, a busy 2-core machine stalled a
+// setup that long and failed them), and the late rank sleeps well past it.
+constexpr double kDeadline = 2.0;
+
 // The rank waited for is late: its node peer times out and names it, and the late
 // rank, arriving, hears of the failure instead of waiting.
 TEST(Call, DeadlineNamesTheRankWaitedFor) {
@@ -103,10 +108,10 @@ TEST(Call, DeadlineNamesTheRankWaitedFor) {
         [](int rank, strata_team_t *team) {
             int wrong = 0;
             EXPECT_EQ(sum(team, rank, 100000, 2, &wrong), STRATA_OK);
-            if (rank == 1) usleep(2000 * 1000);
+            if (rank == 1) usleep(6000 * 1000);
             return sum(team, rank, 100000, 2, &wrong);
         },
-        0.5);
+        kDeadline);
     EXPECT_EQ(r.st[0], STRATA_ERR_TIMEOUT);
     EXPECT_NE(r.err[0].find("for rank 1"), std::string::npos) << r.err[0];
     EXPECT_EQ(r.st[1], STRATA_ERR_PEER) << r.err[1];
@@ -125,10 +130,10 @@ TEST(Call, DeadlineEndsTheCallOnEveryNode) {
         [](int rank, strata_team_t *team) {
             int wrong = 0;
             EXPECT_EQ(sum(team, rank, 100000, 4, &wrong), STRATA_OK);
-            if (rank == 3) usleep(2500 * 1000);
+            if (rank == 3) usleep(6000 * 1000);
             return sum(team, rank, 100000, 4, &wrong);
         },
-        0.5);
+        kDeadline);
     int timed_out = 0;
     for (int k = 0; k < 4; ++k) {
         EXPECT_NE(r.st[k], STRATA_OK) << "rank " << k << ": " << r.err[k];
