@@ -381,12 +381,19 @@ def simulate(job, mc):
                 pair[(s["peer"], si)] = (r, i)
                 pair[(r, i)] = (s["peer"], si)
 
-    # Stream-side waits and writes (swait, swrite) cost the host nothing and are enqueued
-    # as soon as their own deps are: a kernel that depends on one is "split", launched
-    # once its deps are enqueued (those on the host side: done), started once all are done.
-    stream_side = [[s["kind"] in HOST_KIND for s in r] for r in steps]
+    # Stream-side waits and writes (swait, swrite) and joins on the team's stream (a nop
+    # marked "lane") cost the host nothing and are enqueued as soon as their own deps
+    # are. A kernel that depends on one, or a kernel on the stream ("lane": work chained
+    # on the GPU, engine.h) that depends on another there, is "split": launched once its
+    # deps are enqueued (a kernel's when it was launched; those on the host side: done),
+    # started once all are done. Without "lane" marks every kernel waits for its deps to
+    # be done before the host launches it.
+    lane_k = [[mc.device and bool(s.get("lane")) and s["kind"] in ("copy", "reduce") for s in r] for r in steps]
+    stream_side = [[s["kind"] in HOST_KIND or (mc.device and bool(s.get("lane")) and s["kind"] == "nop")
+                    for s in r] for r in steps]
+    early = [[stream_side[r][i] or lane_k[r][i] for i in range(len(steps[r]))] for r in range(n)]
     split = [[stream_side[r][i] or (s["kind"] in ("copy", "reduce") and
-                                    any(stream_side[r][d] for d in s.get("deps", [])))
+                                    any(early[r][d] for d in s.get("deps", [])))
               for i, s in enumerate(steps[r])] for r in range(n)]
     hdeps = [[len(s.get("deps", [])) for s in r] for r in steps]
     launched = [{} for _ in range(n)]   # split kernels: when the host launched them
@@ -504,16 +511,18 @@ def simulate(job, mc):
                 ndeps[r][u] -= 1
                 if ndeps[r][u] == 0:
                     push(t, "ready", r, u)
-                if split[r][u] and not stream_side[r][i]:
+                if split[r][u] and not early[r][i]:
                     host_ready(r, u, t)
             continue
-        if kind == "issued":  # a stream-side step is enqueued: steps split on it may launch
+        if kind == "issued":  # a stream-side step or lane kernel is enqueued: steps split on it may launch
             for u in users[r][i]:
                 if split[r][u]:
                     host_ready(r, u, t)
             continue
         if kind == "launch":  # a split kernel's deps are enqueued: the host launches it
             launched[r][i] = cpu_work(r, t, mc.cpu_us + mc.launch_us)
+            if lane_k[r][i]:
+                push(launched[r][i], "issued", r, i)
             if i in ready_at[r]:
                 push(ready_at[r].pop(i), "ready", r, i)
             continue
@@ -550,7 +559,10 @@ def simulate(job, mc):
                 start = max(t, launched[r][i], eng_free[r])
                 end = eng_free[r] = start + dur
             else:
-                start = max(cpu_work(r, t, mc.cpu_us + mc.launch_us), eng_free[r])
+                at = cpu_work(r, t, mc.cpu_us + mc.launch_us)
+                if lane_k[r][i]:
+                    push(at, "issued", r, i)
+                start = max(at, eng_free[r])
                 end = eng_free[r] = start + dur
             push(end, "done", r, i)
         elif k in ("send", "recv"):

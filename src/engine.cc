@@ -376,16 +376,10 @@ void Schedule::abandon(P2PChannel &ch) {
     }
 }
 
-Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
-    num_ = num;
+// Who depends on whom: the same for every run of the same steps (a rerun skips it).
+void Schedule::build_graph() {
     Run &r = run_;
-    r.ch = &ch;
-    r.watch = watch;
-    r.idle = 0;
-    r.last_progress = 0;
-    r.reported = false;
     const size_t n = steps_.size();
-    // Who depends on whom: the same for every run of the same steps (a rerun skips it).
     if (r.graph_steps != n || r.graph_deps != deps_.size()) {
         r.first_dependent.assign(n + 1, 0);
         r.dependents.assign(deps_.size(), 0);
@@ -399,6 +393,41 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
         r.graph_steps = n;
         r.graph_deps = deps_.size();
     }
+}
+
+// Which steps go on the lane (chain()): flag waits only in a schedule of one node's
+// work (no sends, no receives), whose completion then needs no peer's host.
+void Schedule::plan_lane() {
+    Run &r = run_;
+    const size_t n = steps_.size();
+    r.chained = chain_lane_ != nullptr;
+    r.lane_waits = r.chained;
+    for (size_t i = 0; i < n && r.lane_waits; ++i)
+        r.lane_waits = steps_[i].kind != Kind::Send && steps_[i].kind != Kind::Recv;
+    if (r.chained) {
+        choose_lane_steps();
+    } else {
+        r.on_lane.assign(n, 0);
+    }
+}
+
+std::vector<uint8_t> Schedule::lane_plan(MemDomain *dom, MemDomain *lane) {
+    chain(dom, lane);
+    build_graph();
+    plan_lane();
+    return run_.on_lane;
+}
+
+Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
+    num_ = num;
+    Run &r = run_;
+    r.ch = &ch;
+    r.watch = watch;
+    r.idle = 0;
+    r.last_progress = 0;
+    r.reported = false;
+    const size_t n = steps_.size();
+    build_graph();
     r.pending.assign(n, 0);
     r.done = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -406,15 +435,14 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
         for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
             r.pending[i] += steps_[deps_[steps_[i].dep_begin + d]].state != State::Done;
     }
-    // Chained: only a schedule of one node's work (no sends, no receives), whose
-    // completion then needs no peer's host.
-    r.chained = chain_lane_ != nullptr;
-    for (size_t i = 0; i < n && r.chained; ++i)
-        r.chained = steps_[i].kind != Kind::Send && steps_[i].kind != Kind::Recv;
-    if (r.chained) {
-        choose_lane_steps();
-    } else {
-        r.on_lane.assign(n, 0);
+    plan_lane();
+    r.lane_ready.clear();
+    r.lane_head = 0;
+    if (r.chained && !r.lane_waits) {
+        r.unqueued.assign(r.pending.begin(), r.pending.end());
+        for (size_t i = 0; i < n; ++i)
+            if (r.on_lane[i] && r.unqueued[i] == 0 && steps_[i].state != State::Done)
+                r.lane_ready.push_back(static_cast<StepId>(i));
     }
     if (r.chained) {
         const Status followed = chain_lane_->follow_application();
@@ -424,6 +452,7 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     r.queued.clear();
     r.batches.clear();
     r.batched = 0;
+    r.batch_works = false;
     r.active.clear();
     for (size_t i = 0; i < n; ++i)
         if (r.pending[i] == 0 && steps_[i].state != State::Done && !r.on_lane[i])
@@ -488,8 +517,22 @@ Status Schedule::pass(bool *moved) {
 void Schedule::release(StepId id) {
     Run &r = run_;
     ++r.done;
-    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
-        if (--r.pending[r.dependents[k]] == 0 && !r.on_lane[r.dependents[k]]) r.active.push_back(r.dependents[k]);
+    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
+        const StepId d = r.dependents[k];
+        const bool last = --r.pending[d] == 0;
+        if (!r.on_lane[d]) {
+            if (last) r.active.push_back(d);
+        } else if (!r.lane_waits && !r.on_lane[id]) {  // a lane step counted its lane dependencies when queued
+            lane_dep_met(d);
+        }
+    }
+}
+
+// Lane step id (a schedule with sends or receives) has one dependency fewer neither
+// done nor queued: with none left it is ready to queue.
+void Schedule::lane_dep_met(StepId id) {
+    Run &r = run_;
+    if (--r.unqueued[id] == 0) r.lane_ready.push_back(id);
 }
 
 // Which steps run on the lane: the chained domain's copies and reductions; signals and
@@ -531,7 +574,7 @@ void Schedule::choose_lane_steps() {
                 r.on_lane[i] = after[i] || leads[i];
                 break;
             case Kind::Wait:
-                r.on_lane[i] = leads[i] && any_signal && flag_reached(signalled, s.value);
+                r.on_lane[i] = r.lane_waits && leads[i] && any_signal && flag_reached(signalled, s.value);
                 break;
             default:
                 break;
@@ -574,7 +617,9 @@ bool Schedule::queued_or_done(const Step &s) const {
 Status Schedule::queue(StepId id, bool *moved) {
     Step &s = steps_[id];
     const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
-    switch (skipped ? Kind::Nop : s.kind) {
+    const Kind does = skipped ? Kind::Nop : s.kind;
+    run_.batch_works = run_.batch_works || does != Kind::Nop;
+    switch (does) {
         case Kind::Copy: {
             const void *src = s.late ? *s.late + reinterpret_cast<size_t>(s.src) : s.src;
             STRATA_CHECK(chain_lane_->copy(s.dst, src, s.n, nullptr));
@@ -595,16 +640,22 @@ Status Schedule::queue(StepId id, bool *moved) {
     s.state = State::Started;
     run_.queued.push_back(id);
     *moved = true;
+    if (!run_.lane_waits)  // its lane dependents need it queued, not done (the stream keeps the order)
+        for (uint32_t k = run_.first_dependent[id]; k < run_.first_dependent[id + 1]; ++k)
+            if (run_.on_lane[run_.dependents[k]]) lane_dep_met(run_.dependents[k]);
     return STRATA_OK;
 }
 
-// Queues the lane's steps in build order, as far as their dependencies allow (a step
-// waits for the host steps it depends on, and every later lane step waits behind it),
-// then marks the end of what was queued: one ticket for the whole batch.
+// Queues the lane's steps, then marks the end of what was queued: one ticket for the
+// whole batch. With waits on the lane, in build order, as far as their dependencies
+// allow (a step waits for the host steps it depends on, and every later lane step
+// waits behind it); else every lane step that is ready, in the order it became so.
 Status Schedule::issue_chained(bool *moved) {
     Run &r = run_;
     const size_t n = steps_.size();
-    for (; r.cursor < n; ++r.cursor) {
+    while (!r.lane_waits && r.lane_head < r.lane_ready.size())  // queue() may make more ready
+        STRATA_CHECK(queue(r.lane_ready[r.lane_head++], moved));
+    for (; r.lane_waits && r.cursor < n; ++r.cursor) {
         const Step &s = steps_[r.cursor];
         if (!r.on_lane[r.cursor] || s.state != State::Waiting) continue;
         bool ready = true;
@@ -613,6 +664,23 @@ Status Schedule::issue_chained(bool *moved) {
         STRATA_CHECK(queue(static_cast<StepId>(r.cursor), moved));
     }
     if (r.batched == r.queued.size()) return STRATA_OK;
+    if (!r.batch_works) {
+        // Only joins and skipped steps: nothing for the stream to do, so no event. They are
+        // done with the batch before them, or now if the lane has none outstanding (which
+        // may make more lane steps ready: round again).
+        const size_t from = r.batched;
+        r.batched = r.queued.size();
+        if (!r.batches.empty()) {
+            r.batches.back().last = r.batched;
+            return STRATA_OK;
+        }
+        for (size_t q = from; q < r.batched; ++q) {
+            steps_[r.queued[q]].state = State::Done;
+            release(r.queued[q]);
+        }
+        return issue_chained(moved);
+    }
+    r.batch_works = false;
     Run::Batch b{Ticket{}, r.batched, r.queued.size()};
     r.batched = r.queued.size();
     const Status st = chain_lane_->mark(&b.end);

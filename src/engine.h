@@ -19,6 +19,13 @@
 // so build order must be one they can run in, one at a time, on every rank: a wait is
 // queued only after a signal of the same schedule of at least its value (a rank
 // publishes before it waits for its peers; the other waits stay with the host).
+// A schedule with sends or receives chains too, without waits on the lane: its device
+// steps, the signals after them and their joins are queued in the order they become
+// ready (what they depend on done, or queued before them), as the host would have
+// issued them one by one, so a node's next segment still overlaps the network's
+// transfer of the one before. Nothing on the lane then waits for anything outside
+// it, so the stream always runs dry; the host keeps the flag waits, the sends and the
+// receives, and polls one event per batch instead of one per kernel.
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
@@ -170,6 +177,9 @@ public:
         chain_dom_ = dom;
         chain_lane_ = lane;
     }
+    // Which steps a run chained on lane would queue there (1) and which stay with the
+    // host (0), for schedule dumps; all 0 without a lane. Sets chain(dom, lane).
+    std::vector<uint8_t> lane_plan(MemDomain *dom, MemDomain *lane);
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -205,6 +215,8 @@ private:
     Status advance(Step &s, P2PChannel &ch, bool *moved);
     Status pass(bool *moved);
     void abandon(P2PChannel &ch);
+    void build_graph();
+    void plan_lane();
     void choose_lane_steps();
     bool queued_or_done(const Step &s) const;
     Status queue(StepId id, bool *moved);
@@ -212,6 +224,7 @@ private:
     Status issue_chained(bool *moved);
     Status poll_batches(bool *moved);
     void release(StepId id);
+    void lane_dep_met(StepId id);
     void drain_lane();
     void report_stall(const std::vector<StepId> &active) const;
 
@@ -253,9 +266,16 @@ private:
         }
         // Chained work (chain()): which steps go on the lane, the next one in build order
         // to queue, and the batches queued together, each with the ticket of its end.
-        bool chained = false;
+        // lane_waits: no sends or receives, so flag waits may go on the lane and steps are
+        // queued in build order (cursor); else in the order they become ready: unqueued
+        // counts a lane step's dependencies neither done nor queued, lane_ready[lane_head,
+        // end) are the lane steps ready to queue.
+        bool chained = false, lane_waits = false;
         std::vector<uint8_t> on_lane;
         size_t cursor = 0;
+        std::vector<uint32_t> unqueued;
+        std::vector<StepId> lane_ready;
+        size_t lane_head = 0;
         struct Batch {
             Ticket end;
             size_t first, last;  // its steps: queued[first, last)
@@ -263,6 +283,7 @@ private:
         std::vector<StepId> queued;
         std::vector<Batch> batches;
         size_t batched = 0;  // queued[0, batched) are in a batch
+        bool batch_works = false;  // queued[batched, end) gives the stream work (not only joins)
         size_t done = 0;
         int idle = 0;
         double last_progress = 0;

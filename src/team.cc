@@ -324,8 +324,8 @@ Status Team::agree_device(bool gpu_everywhere) {
     }
     if (on[2] == 0) close_lane();
     if (rank_ == 0 && cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO)  // said where asked for
-        log(1, "node flags %s", on[2] ? "ordered by each GPU's stream (stream memory operations): a call's node "
-                                        "work is queued once"
+        log(1, "node flags %s", on[2] ? "ordered by each GPU's stream (stream memory operations): a call's GPU "
+                                        "work is queued on the team's own stream"
                                       : "ordered by the host (a GPU of this communicator has no stream memory "
                                         "operations)");
     const int cache_on = on[0];

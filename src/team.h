@@ -330,7 +330,7 @@ private:
 public:
     // STRATA_SCHEDULE_DUMP=DIR: the first schedule of each (collective, algorithm,
     // size) this team builds goes to DIR/schedule.RANK.jsonl (perf/strata-model reads it).
-    void dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg, size_t bytes);
+    void dump_schedule(Schedule &s, strata_coll_t coll, const char *alg, size_t bytes);
 private:
     std::vector<std::string> dumped_;
 

@@ -15,6 +15,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <sched.h>
 
@@ -177,8 +178,10 @@ bool Team::flag_owner(const uint64_t *f, int *local, int *which) const {
 }
 
 // One line of JSON per schedule: the layout, then every step with its dependencies.
-// Built, not yet run: flag values and tags are relative to the call (call.h).
-void Team::dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg, size_t bytes) {
+// Built, not yet run: flag values and tags are relative to the call (call.h). A step
+// that a run chained on the team's lane queues there says "lane" (engine.h); its flag
+// signals and waits are the stream's ("swrite", "swait").
+void Team::dump_schedule(Schedule &s, strata_coll_t coll, const char *alg, size_t bytes) {
     static const char *const dir = getenv("STRATA_SCHEDULE_DUMP");
     if (dir == nullptr || *dir == '\0') return;
     const std::string key = std::string(strata_coll_name(coll)) + "/" + alg + "/" + std::to_string(bytes);
@@ -193,9 +196,13 @@ void Team::dump_schedule(const Schedule &s, strata_coll_t coll, const char *alg,
             "\"node\":%d,\"local\":%d,\"local_size\":%d,\"device\":%s,\"segment\":%zu,\"steps\":[",
             strata_coll_name(coll), alg, bytes, rank_, size_, layout_.nnodes(), layout_.my_node(),
             layout_.my_local(), layout_.my_local_size(), device() ? "true" : "false", segment_bytes());
+    const std::vector<uint8_t> on_lane = s.lane_plan(device() ? &domain() : nullptr, lane());
     for (size_t id = 0; id < s.size(); ++id) {
         const StepInfo i = s.info(StepId(id));
-        fprintf(f, "%s{\"kind\":\"%s\"", id ? "," : "", i.kind);
+        const char *kind = i.kind;
+        if (on_lane[id] && i.flag != nullptr) kind = strcmp(kind, "wait") == 0 ? "swait" : "swrite";
+        fprintf(f, "%s{\"kind\":\"%s\"", id ? "," : "", kind);
+        if (on_lane[id]) fprintf(f, ",\"lane\":true");
         if (i.peer >= 0) fprintf(f, ",\"peer\":%d,\"tag\":%d", i.peer, i.tag & (kTagSubs - 1));
         if (i.bytes) fprintf(f, ",\"bytes\":%zu", i.bytes);
         if (i.srcs) fprintf(f, ",\"srcs\":%d", i.srcs);

@@ -19,6 +19,7 @@
 // have many, and results are compared exactly with a host reference. The team's "team
 // ready" log line says it runs in GPU memory and which transport it took.
 // Needs a CUDA driver: the real one on a GPU machine, test/fakecuda in CI.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,8 +27,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll_fixture.h"
@@ -36,6 +39,7 @@
 #include "mem/cuda_domain.h"
 #include "mem/domain.h"
 #include "strata.h"
+#include "test/fakecuda/fakecuda.h"
 #include "topo/cuda_api.h"
 
 namespace {
@@ -121,14 +125,28 @@ strata::MemDomain *use_gpu0(std::string *why) {
     return strata_test::make_gpu0_current(why) ? strata::cuda_domain(0, why) : nullptr;
 }
 
-// The core's "team ready" lines (level 1), which say where a team's schedules run.
+// The core's "team ready" lines (level 1), which say where a team's schedules run, and
+// its lines saying the node flags are ordered by the stream (work chained on the GPU).
 std::mutex g_log_mu;
 std::vector<std::string> g_ready_lines;
+int g_lane_lines = 0;
 void capture_log(int level, const char *msg) {
     if (level <= 0) fprintf(stderr, "strata: %s\n", msg);
     const std::string m(msg);
     std::lock_guard<std::mutex> g(g_log_mu);
     if (m.rfind("team ready", 0) == 0) g_ready_lines.push_back(m);
+    if (m.rfind("node flags ordered by each GPU's stream", 0) == 0) ++g_lane_lines;
+}
+
+// The fake driver's count of host waits (event polls that saw a new record, event and
+// stream synchronizations) in this process, or -1 under another driver.
+long long host_waits() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    using CountersFn = int (*)(struct fakecuda_counters *);
+    auto fn = lib ? reinterpret_cast<CountersFn>(dlsym(lib, "fakecuda_counters")) : nullptr;
+    struct fakecuda_counters c {};
+    if (fn == nullptr || fn(&c) != 0) return -1;
+    return static_cast<long long>(c.host_waits);
 }
 
 // GPU memory of the CUDA domain, filled from and read back into host vectors.
@@ -299,7 +317,9 @@ struct Outcome {
     std::vector<int> pinned_ptrs;      // per rank: page-locked host buffers handed to it
     int copy_errors = 0;
     std::vector<std::string> ready;    // the teams' "team ready" lines
+    int lane_lines = 0;                // teams whose node flags the stream orders
     bool every_algorithm_ran = true;   // on every rank, in every team
+    long long host_waits = -1;         // the job's, on the fake driver (else -1)
 };
 
 // One team per algorithm index: team a forces every collective to its algorithm a (its
@@ -312,13 +332,15 @@ int teams() {
 
 // Every rank makes its context current, then runs all_calls() on teams() teams over
 // its wrapped transport.
-Outcome run_job(bool cuda_aware, int device_transport) {
+Outcome run_job(bool cuda_aware, int device_transport, int stream_flags = STRATA_STREAM_FLAGS_OFF) {
     ThreadJob job(kRanks);
     std::vector<Wrapper> wrappers(kRanks);
     Outcome out;
     out.errors.assign(kRanks, "");
     std::mutex mu;
     g_ready_lines.clear();
+    g_lane_lines = 0;
+    const long long waits_before = host_waits();
     strata_set_logger(&capture_log);
     job.run([&](int rank) {
         std::string &err = out.errors[size_t(rank)];
@@ -337,6 +359,7 @@ Outcome run_job(bool cuda_aware, int device_transport) {
             cfg.node_size = 1;
             cfg.segment_size = 1024;
             cfg.device_transport = device_transport;
+            cfg.stream_flags = stream_flags;
             for (int c = 0; c < STRATA_COLL_COUNT; ++c)
                 cfg.algorithm[c] = std::min(alg, strata_algorithm_count(strata_coll_t(c)) - 1);
             strata_team_t *team = nullptr;
@@ -361,6 +384,8 @@ Outcome run_job(bool cuda_aware, int device_transport) {
         out.copy_errors += w.copy_errors.load();
     }
     out.ready = g_ready_lines;
+    out.lane_lines = g_lane_lines;
+    if (waits_before >= 0) out.host_waits = host_waits() - waits_before;
     EXPECT_EQ(job.unreceived(), 0u);
     return out;
 }
@@ -412,6 +437,118 @@ TEST_F(CudaTransport, DirectHandsDevicePointersStraightThrough) {
         EXPECT_TRUE(o.every_algorithm_ran);
         expect_device_teams(o, "device memory to point-to-point directly");
     }
+}
+
+// Work chained on the GPU across nodes (coll_strata_stream_flags auto, engine.h): a
+// schedule with sends and receives queues its kernels on the team's lane as they
+// become ready and polls one event per batch. Every collective and algorithm, one rank
+// per node, direct transport: exact results with the flags off and on, and on the fake
+// driver every team said its node flags are ordered by the stream.
+TEST_F(CudaTransport, ChainedAcrossNodesIsExact) {
+    const Outcome off = run_job(true, STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_STREAM_FLAGS_OFF);
+    const Outcome on = run_job(true, STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_STREAM_FLAGS_AUTO);
+    for (const Outcome *o : {&off, &on}) {
+        for (int r = 0; r < kRanks; ++r) EXPECT_EQ(o->errors[size_t(r)], "") << "rank " << r;
+        EXPECT_EQ(o->copy_errors, 0);
+        EXPECT_TRUE(o->every_algorithm_ran);
+        expect_device_teams(*o, "device memory to point-to-point directly");
+    }
+    EXPECT_EQ(off.lane_lines, 0);
+    if (on.host_waits >= 0) EXPECT_EQ(on.lane_lines, teams()) << "every team's flags ordered by the stream";
+}
+
+// The same across two nodes of two ranks (threads: the fake driver opens a process's own
+// IPC handles with FAKECUDA_IPC_SELF=1), allreduce hier_ring of 64 KiB in 1 KiB
+// segments, so that each rank runs three kernels per segment (node reduction, the
+// rail's fold, the write into its node peers' outputs): the host waits of four calls,
+// counted between two rendezvous of the ranks. Off, the host polls every kernel; with
+// the stream ordering the work, one event per batch of kernels queued together.
+struct IpcSelf {
+    IpcSelf() { setenv("FAKECUDA_IPC_SELF", "1", 1); }
+    ~IpcSelf() { unsetenv("FAKECUDA_IPC_SELF"); }
+};
+
+struct Counted {
+    std::string error;     // the first rank's error, if any
+    long long waits = -1;  // host waits of the timed calls, every rank together
+};
+
+Counted count_allreduce_waits(int stream_flags) {
+    constexpr size_t kElems = 16384;  // int32: 64 KiB
+    constexpr int kCalls = 4;
+    IpcSelf self;
+    ThreadJob job(kRanks);
+    std::vector<Wrapper> wrappers(kRanks);
+    std::vector<std::string> errors(kRanks);
+    std::atomic<int> ready{0}, finished{0};
+    std::atomic<bool> go{false};
+    long long before = -1, after = -1;
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        Wrapper &w = wrappers[size_t(rank)];
+        w.inner = job.transport(rank);
+        w.cuda_aware = true;
+        const strata_transport_t tp = w.transport();
+        strata::MemDomain *gpu = use_gpu0(&err);
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.lazy_calls = 0;
+        cfg.host_buffers = 1;
+        cfg.host_handback = 0;
+        cfg.node_size = 2;
+        cfg.segment_size = cfg.device_segment_size = cfg.device_multinode_segment_size = 1024;
+        cfg.device_transport = STRATA_DEVICE_TRANSPORT_DIRECT;
+        cfg.stream_flags = stream_flags;
+        for (int a = 0; a < strata_algorithm_count(STRATA_COLL_ALLREDUCE); ++a)
+            if (std::string(strata_algorithm_name(STRATA_COLL_ALLREDUCE, a)) == "hier_ring")
+                cfg.algorithm[STRATA_COLL_ALLREDUCE] = a;
+        strata_team_t *team = nullptr;
+        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
+        std::unique_ptr<DeviceBuffer> send, recv;
+        const std::vector<int32_t> want = make<int32_t>(kElems, total<int32_t>);
+        if (err.empty()) {
+            Rank me{team, rank, *gpu};
+            err = me.allreduce<int32_t>(kElems, STRATA_INT32);  // sets the team up
+            send.reset(new DeviceBuffer(*gpu, me.mine<int32_t>(kElems)));
+            recv.reset(new DeviceBuffer(*gpu, kElems * sizeof(int32_t)));
+            if (err.empty() && (!send->ok() || !recv->ok())) err = "device buffers";
+        }
+        // Every rank (even one that failed: the others would wait for it) meets twice;
+        // the last to arrive reads the counters before anyone goes on.
+        if (++ready == kRanks) {
+            before = host_waits();
+            go = true;
+        }
+        while (!go.load()) std::this_thread::yield();
+        for (int c = 0; c < kCalls && err.empty(); ++c)
+            if (strata_allreduce(team, send->get(), recv->get(), kElems, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+                err = "allreduce";
+        if (++finished == kRanks) after = host_waits();
+        while (finished.load() < kRanks) std::this_thread::yield();
+        std::vector<int32_t> got(kElems);
+        if (err.empty() && (!recv->read(&got) || got != want)) err = "wrong sum";
+        send.reset();
+        recv.reset();
+        if (team != nullptr) strata_team_destroy(team);
+    });
+    Counted out;
+    for (const std::string &e : errors)
+        if (out.error.empty() && !e.empty()) out.error = e;
+    if (before >= 0 && after >= 0) out.waits = after - before;
+    return out;
+}
+
+TEST_F(CudaTransport, ChainedAcrossNodesPollsOneEventPerBatchNotPerKernel) {
+    const Counted off = count_allreduce_waits(STRATA_STREAM_FLAGS_OFF);
+    const Counted on = count_allreduce_waits(STRATA_STREAM_FLAGS_AUTO);
+    EXPECT_EQ(off.error, "");
+    EXPECT_EQ(on.error, "");
+    if (on.waits < 0) GTEST_SKIP() << "exact both ways; the counts need the fake driver";
+    printf("host waits of 4 allreduces of 64 KiB on 2 nodes of 2 (64 segments): %lld chained, %lld on the host\n",
+           on.waits, off.waits);
+    // Off: 3 kernels per segment and rank polled one by one (4 x 4 x 64 x 3 = 3072).
+    EXPECT_GE(off.waits, 4 * kRanks * 64 * 3);
+    EXPECT_LT(on.waits * 2, off.waits);
 }
 
 }  // namespace
