@@ -104,11 +104,13 @@ StepId rail_allreduce_ring(Call &call, const std::vector<int> &members, int pos,
 StepId rail_allreduce_rd(Call &call, const std::vector<int> &members, int pos,
                          char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
                          uint64_t tag_sub, const Deps &deps);
-// The large-message rail allreduce: direct from 3 members where tmp holds its blocks,
-// else the ring (rail.cc); the same choice on every member.
+// The large-message rail allreduce: with two members on a device team, for a call of
+// few segments (few, agreed by the caller), one exchange of the whole buffer (pair);
+// else direct from 3 members where tmp holds its blocks, else the ring (rail.cc); the
+// same choice on every member.
 StepId rail_allreduce(Call &call, const std::vector<int> &members, int pos,
                       char *buf, char *tmp, size_t count, strata_dtype_t dtype, strata_op_t op,
-                      uint64_t tag_sub, const Deps &deps);
+                      uint64_t tag_sub, const Deps &deps, bool few = false);
 
 }  // namespace strata
 

@@ -40,6 +40,8 @@ namespace strata {
 
 namespace {
 constexpr size_t kAloneSegmentBytes = size_t(4) << 20;
+constexpr size_t kCallSegmentMin = size_t(2) << 20;
+constexpr uint64_t kFewSegments = 4;
 // Segments whose rails may be in flight at once in the spread branch (build_spread),
 // which uses no slot: each has its part of the scratch (spread_scratch_bytes).
 constexpr size_t kSpreadInFlight = 8;
@@ -76,6 +78,7 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size(), node = l.my_node();
     const size_t es = strata_dtype_size(a.dtype);
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
+    const bool few = sg.n <= kFewSegments;  // as the slot branch decides (the same messages)
     char *rbuf = static_cast<char *>(a.recvbuf);
     s.when(inputs.decided(), true);
     // The rails that last used each part of tmp: segment k's rails start once
@@ -100,7 +103,7 @@ void build_spread(Call &c, const CollArgs &a, NodeInputs &inputs, const Segments
             const StepId red = inputs.reduce_into(mine, off + sp.offset, sp.length, a.op, {inputs.decided()});
             const StepId rail = rail_allreduce(c, rails_of[t], node, mine, tmp_k, sp.length, a.dtype, a.op,
                                                (k * uint64_t(lmax) + uint64_t(t)) * span,
-                                               {red, used[k % depth]});
+                                               {red, used[k % depth]}, few);
             tmp_k += sp.length * es;
             rails.push_back(rail);
             outs.push_back(s.reduce_multi_late(team.domain(), c.peer_outs((off + sp.offset) * es, false),
@@ -128,7 +131,15 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     // staging copies with the network: the team's size stays. Agreed: lmax and the
     // team's memory are.
     const bool alone_on_host = lmax == 1 && !team.device();
-    const Segments sg = take_segments(c, a.count, a.dtype, alone_on_host ? std::max(kAloneSegmentBytes, team.segment_bytes()) : 0);
+    // A device team across nodes cuts a call into halves of at least kCallSegmentMin
+    // and at most its segment, and its rails swap whole slices where a call has at most
+    // kFewSegments (the cost model's best on 2 x 8 H100, perf/MODEL.md: a 1 MiB call in
+    // one segment, 4 MiB in 2 MiB, 16 MiB in 8 MiB). Agreed: the size and team are.
+    size_t seg_bytes = alone_on_host ? std::max(kAloneSegmentBytes, team.segment_bytes()) : 0;
+    if (team.device() && l.nnodes() > 1)
+        seg_bytes = std::min(team.segment_bytes(), std::max(kCallSegmentMin, a.bytes() / 2));
+    const Segments sg = take_segments(c, a.count, a.dtype, seg_bytes);
+    const bool few = sg.n <= kFewSegments;
     const int node = l.my_node();
     const uint64_t span = rail_tag_span(size_t(l.nnodes()));
     MemDomain &dom = team.domain();
@@ -169,7 +180,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
                                                     rbuf + (off + sp.offset) * es,
                                                     tmp_g + sp.offset * es, sp.length, a.dtype,
                                                     a.op, (k * uint64_t(lmax) + uint64_t(t)) * span,
-                                                    {copied}));
+                                                    {copied}, few));
             }
             s.signal(team.flag(j, kFlagDone), g + 1, rails);
             continue;
@@ -183,7 +194,7 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
             const StepId red = inputs.reduce(res + sp.offset * es, g, off, off + sp.offset, sp.length, a.op, {ready});
             mine.push_back(rail_allreduce(c, rails_of[t], node, res + sp.offset * es,
                                                tmp_g + sp.offset * es, sp.length, a.dtype, a.op,
-                                               (k * uint64_t(lmax) + uint64_t(t)) * span, {red}));
+                                               (k * uint64_t(lmax) + uint64_t(t)) * span, {red}, few));
         }
         gather_slices(c, g, off, cnt, off, off + cnt, rbuf + off * es, es, mine);
     }

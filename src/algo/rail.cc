@@ -5,6 +5,8 @@
 //       the data each; bandwidth-optimal, for large slices.
 // rd:   recursive doubling, log2(P) exchanges of the whole buffer (non powers of
 //       two fold the extra ranks in first and out last); for small messages.
+// pair: two members swap their whole buffers and each folds the other's into its own
+//       (device teams, calls of few segments: one round instead of the ring's two).
 // direct: every member sends block m straight to member m, which folds the P copies
 //       of its block in one reduction and sends the result
 //       straight back to every member: the ring's bytes in 2 rounds of P-1
@@ -98,14 +100,35 @@ StepId rail_allreduce_direct(Call &c, const std::vector<int> &members, int pos, 
     }
     return s.join(all);
 }
+
+// Two members: each sends its whole buffer to the other and folds the other's into its
+// own (its own first: a + b == b + a exactly). One message round and one reduction
+// where the ring takes two dependent rounds and two messages each way, with the same
+// bytes on the wire; the fold is twice the ring's, cheap on a GPU. Device teams take
+// it for calls of few segments, whose pipeline cannot hide the ring's second round
+// (perf/MODEL.md, 2 x 8 H100: 1.1-1.3x the ring's busbw at 1-16 MiB, and at 64 MiB
+// in 16 MiB segments; in 8 of 8 MiB the ring is 2% ahead).
+StepId rail_allreduce_pair(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp,
+                           size_t count, strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
+    Schedule &s = c.schedule();
+    const size_t bytes = count * strata_dtype_size(dtype);
+    const int peer = members[size_t(1 - pos)], tag = c.tag(tag_sub);
+    const StepId start = s.join(deps);
+    // The fold overwrites buf, which the send reads: it waits for the send too.
+    const StepId sent = s.send(buf, bytes, peer, tag, {start}), got = s.recv(tmp, bytes, peer, tag, {start});
+    return s.reduce(c.team().domain(), buf, {buf, tmp}, count, dtype, op, {sent, got});
+}
 }  // namespace
 
 StepId rail_allreduce(Call &c, const std::vector<int> &members, int pos, char *buf, char *tmp, size_t count,
-                      strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps) {
+                      strata_dtype_t dtype, strata_op_t op, uint64_t tag_sub, const Deps &deps, bool few) {
     constexpr size_t kDirectMaxBytes = size_t(1) << 20;
     const size_t p = members.size();
-    // Agreed: every member has the same members, count and type. tmp (count elements)
-    // holds P-1 blocks of at most ceil(count/P) from count >= P(P-1).
+    // Agreed: every member has the same members, count and type, and the same memory
+    // (the team's). tmp (count elements) holds P-1 blocks of at most ceil(count/P)
+    // from count >= P(P-1).
+    if (p == 2 && few && c.team().device())
+        return rail_allreduce_pair(c, members, pos, buf, tmp, count, dtype, op, tag_sub, deps);
     if (p >= 3 && count >= p * (p - 1) && count * strata_dtype_size(dtype) <= kDirectMaxBytes)
         return rail_allreduce_direct(c, members, pos, buf, tmp, count, dtype, op, tag_sub, deps);
     return rail_allreduce_ring(c, members, pos, buf, tmp, count, dtype, op, tag_sub, deps);
