@@ -33,7 +33,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     // 355 GB/s against 305 / 311 / 312 at 64 MiB / 256 MiB / 1 GiB; 4 x 8: 292 / 256 /
     // 248 against 241 / 235 / 235), 2-7% behind at 16 MiB. Its slots: 32 MiB of GPU
     // memory per rank.
-    cfg->device_multinode_segment_size = size_t(8) << 20;
+    cfg->device_multinode_segment_size = size_t(16) << 20;
     cfg->small_msg_size = 16 * 1024;
     // Its own setting since 2026-12-05, at the value small_msg_size gave it. The cost
     // model prices no size at which the slots beat the mapped kernels (perf/MODEL.md),

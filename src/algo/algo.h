@@ -38,6 +38,14 @@ inline Segments take_segments(Call &call, size_t count, strata_dtype_t dtype, si
     return {count, elems, elems * es, n, call.take_segments(n)};
 }
 
+// The segment of a call of `bytes` on a device team across nodes: 1/parts of the call,
+// at least 2 MiB, at most the team's segment (perf/MODEL.md, "segment per call"); 0
+// (the team's segment) on other teams. Agreed: the call's size and the team are.
+inline size_t device_call_segment(const Team &team, size_t bytes, size_t parts) {
+    if (!team.device() || team.layout().nnodes() < 2) return 0;
+    return std::min(team.segment_bytes(), std::max(size_t(2) << 20, bytes / parts));
+}
+
 // Bytes of this rank's slices of the largest segment (the first), one after another,
 // where segments are cut into lmax slices and slice t is owned by local rank t % L
 // (the spread branches' scratch per segment in flight).

@@ -40,7 +40,6 @@ namespace strata {
 
 namespace {
 constexpr size_t kAloneSegmentBytes = size_t(4) << 20;
-constexpr size_t kCallSegmentMin = size_t(2) << 20;
 constexpr uint64_t kFewSegments = 4;
 // Segments whose rails may be in flight at once in the spread branch (build_spread),
 // which uses no slot: each has its part of the scratch (spread_scratch_bytes).
@@ -131,13 +130,11 @@ Status build_allreduce_hier_ring(Call &c, const CollArgs &a) {
     // staging copies with the network: the team's size stays. Agreed: lmax and the
     // team's memory are.
     const bool alone_on_host = lmax == 1 && !team.device();
-    // A device team across nodes cuts a call into halves of at least kCallSegmentMin
-    // and at most its segment, and its rails swap whole slices where a call has at most
-    // kFewSegments (the cost model's best on 2 x 8 H100, perf/MODEL.md: a 1 MiB call in
-    // one segment, 4 MiB in 2 MiB, 16 MiB in 8 MiB). Agreed: the size and team are.
-    size_t seg_bytes = alone_on_host ? std::max(kAloneSegmentBytes, team.segment_bytes()) : 0;
-    if (team.device() && l.nnodes() > 1)
-        seg_bytes = std::min(team.segment_bytes(), std::max(kCallSegmentMin, a.bytes() / 2));
+    // A device team across nodes cuts a call to its size: in halves on two nodes, where
+    // the rails swap whole slices for a call of at most kFewSegments, in eighths on more
+    // (the cost model's best on 2 and 4 x 8 H100, perf/MODEL.md).
+    const size_t seg_bytes = alone_on_host ? std::max(kAloneSegmentBytes, team.segment_bytes())
+                                           : device_call_segment(team, a.bytes(), l.nnodes() == 2 ? 2 : 8);
     const Segments sg = take_segments(c, a.count, a.dtype, seg_bytes);
     const bool few = sg.n <= kFewSegments;
     const int node = l.my_node();

@@ -36,7 +36,11 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
     const Layout &l = team.layout();
     const int N = l.nnodes(), m = l.my_node(), j = l.my_local(), L = l.my_local_size();
     const int root_node = l.node_of[a.root], nr = l.local_of[a.root] % L;
-    const size_t window = 2 * team.segment_bytes();
+    // Across nodes a device team's window is at most kDeviceWindowMax: the cost model's
+    // best at every size on 2 x 8 H100 (perf/MODEL.md), whatever the segment.
+    constexpr size_t kDeviceWindowMax = size_t(4) << 20;
+    const size_t window = team.device() && N > 1 ? std::min(2 * team.segment_bytes(), kDeviceWindowMax)
+                                                 : 2 * team.segment_bytes();
     const uint64_t nseg = div_up(a.count, window);
     const uint64_t first = c.take_segments(nseg);
     MemDomain &dom = team.domain();

@@ -174,7 +174,8 @@ Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a) {
     Schedule &s = c.schedule();
     const Layout &l = team.layout();
     const size_t es = strata_dtype_size(a.dtype);
-    const Segments sg = take_segments(c, a.count, a.dtype);
+    // A device team across nodes: segments of an eighth of the call (perf/MODEL.md).
+    const Segments sg = take_segments(c, a.count, a.dtype, device_call_segment(team, a.count * es, 8));
     const int L = l.my_local_size(), j = l.my_local(), lmax = l.max_local_size();
     const int node = l.my_node(), nnodes = l.nnodes();
     MemDomain &dom = team.domain();
