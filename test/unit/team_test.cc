@@ -79,9 +79,10 @@ TEST(Team, SegmentInADirectoryAndNothingLeft) {
 TEST(Team, FailedSetupOnOneNodeMeansEveryRankFallsBack) {
     // Node 0 (two ranks) cannot create its segment; node 1 (one rank) needs none.
     // The agreement must still take every rank, node 1 included, off strata.
-    // (Nothing is counted in /dev/shm: another job's files come and go there.)
+    const int before = strata_files("/dev/shm");  // another job's may be there
     const auto st = one_allreduce({0, 0, 2}, "/nonexistent/strata-dir");
     for (size_t r = 0; r < st.size(); ++r) EXPECT_EQ(st[r], STRATA_FALLBACK) << "rank " << r;
+    EXPECT_LE(strata_files("/dev/shm"), before);
 }
 
 // Log lines (level: text) while a guard lives.
