@@ -398,6 +398,7 @@ static int comm_cycles(int n, MPI_Comm ctl)
 {
     MPI_Info off;
     double t[2] = { 0, 0 }, first[2], most;
+    double gpu[3] = { 0, 0, 0 };   /* the strata side's launches, copies, host waits (fake driver) */
     long wrong = 0;
     MPI_Info_create(&off);
     MPI_Info_set(off, "strata", "off");
@@ -410,16 +411,27 @@ static int comm_cycles(int n, MPI_Comm ctl)
         for (int side = 0; side < 2; side++) {
             int which = (round + side) % 2;   /* 0 strata, 1 base; alternate who goes first */
             MPI_Barrier(ctl);
+            struct fakecuda_counters c0 = counters_now();
             double t0 = MPI_Wtime();
             for (int i = 0; i < n / 4; i++) one_cycle(!which, off, &wrong);
             double dt = MPI_Wtime() - t0;
+            struct fakecuda_counters c1 = counters_now();
+            if (which == 0) {
+                gpu[0] += (double)(c1.launches - c0.launches);
+                gpu[1] += (double)(c1.copies - c0.copies);
+                gpu[2] += (double)(c1.host_waits - c0.host_waits);
+            }
             MPI_Allreduce(&dt, &most, 1, MPI_DOUBLE, MPI_MAX, ctl);
             t[which] += most;
         }
     }
     MPI_Info_free(&off);
     long all_wrong = 0;
+    double gpu_most[3];
+    int have = fake_counters != NULL, all_have = 0;
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, ctl);
+    MPI_Allreduce(gpu, gpu_most, 3, MPI_DOUBLE, MPI_MAX, ctl);
+    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, ctl);
     if (rank == 0) {
         int done = n / 4 * 4;
         printf("# communicator cycles (dup, one 8-byte %sallreduce, free), %d ranks, %d cycles each after a first\n",
@@ -429,6 +441,9 @@ static int comm_cycles(int n, MPI_Comm ctl)
         printf("  %14.1f %14.1f %8.2f %8ld %16.1f %16.1f\n", t[0] / done * 1e6, t[1] / done * 1e6,
                t[0] > 0 ? t[1] / t[0] : 0, all_wrong, first[0] * 1e6, first[1] * 1e6);
         printf("# ratio = base / strata (> 1: strata faster); base: communicators opted out (info strata=off)\n");
+        if (on_device && all_have && done > 0)
+            printf("# strata per cycle (the most of any rank): %.2f launches, %.2f copies, %.2f host waits\n",
+                   gpu_most[0] / done, gpu_most[1] / done, gpu_most[2] / done);
     }
     return all_wrong ? 1 : 0;
 }
@@ -492,8 +507,18 @@ int main(int argc, char **argv)
     MPI_Info_free(&info);
     if (comms > 0) {
         /* --device: every rank has a GPU first, so the communicators made are GPU teams
-         * (their calls still on host buffers, staged through the GPU) */
+         * (their calls still on host buffers, staged through the GPU), MPI_COMM_WORLD
+         * too: one blocking call on device buffers above coll_strata_small_msg_size sets
+         * it up, and the duplicates' communicator-id allreduces are then Open MPI's own
+         * calls on a GPU team. */
         int sharing, st = on_device ? device_init(ctl, &sharing) : 0;
+        if (on_device && st == 0) {
+            const int n = 1 << 16;   /* 256 KiB of floats */
+            float *d = devbuf_alloc(sizeof(float) * n);
+            st = d == NULL || MPI_SUCCESS != MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            if (d) devbuf_free(d);
+            find_counters();
+        }
         if (st == 0) st = comm_cycles(comms, ctl);
         MPI_Comm_free(&cs);
         if (cb != MPI_COMM_NULL) MPI_Comm_free(&cb);

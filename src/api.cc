@@ -100,6 +100,8 @@ strata_status_t strata_team_create(int rank, int size, int node_key,
 
 void strata_team_destroy(strata_team_t *team) { delete static_cast<Team *>(team); }
 
+void strata_stack_call(int yes) { note_stack_call(yes != 0); }
+
 strata_status_t strata_team_setup(strata_team_t *team) {
     if (team == nullptr) return STRATA_ERR_ARG;
     Team &t = *static_cast<Team *>(team);

@@ -20,6 +20,8 @@ namespace {
 // One of the stack's own calls (Open MPI building a communicator): never agreed (agree_call.h).
 bool stack_call(const Start &s) { return s.how != nullptr && s.how->internal; }
 
+thread_local bool t_blocking_stack_call = false;
+
 // FNV-1a over what MPI requires to match on every rank.
 struct Hash {
     uint64_t h = 1469598103934665603ull;
@@ -264,6 +266,8 @@ Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t byt
     return STRATA_FALLBACK;
 }
 
+void note_stack_call(bool yes) { t_blocking_stack_call = yes; }
+
 Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into);
 Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet);
 
@@ -273,7 +277,9 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
 // settings, type and op, size, whether the call is blocking), so a call is numbered
 // on every rank or on none. A blocking call first waits for the team's queued ones:
 // it comes after them in MPI's order.
-Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start) {
+Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, const Start &given) {
+    Start start = given;
+    start.by_stack = stack_call(given) || (given.mode == CallInfo::Blocking && t_blocking_stack_call);
     // The stack is making the team's own communicator with this communicator's
     // collectives (Team::open_private): they are its, on every rank, and may come from
     // another thread's progress while the maker holds the team.
@@ -329,11 +335,12 @@ namespace {
 // A call queued undecided (Team::stepped) reaches the head of its team's queue, where
 // setup has ended: decided now, from the agreed outcome of that setup and the call's
 // arguments only, the same on every rank. A broken team fails it, as any queued call.
-Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallInfo::Mode mode, bool quiet,
-                     Call &call) {
+Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallInfo::Mode mode, bool by_stack,
+                     bool quiet, Call &call) {
     if (team.broken()) return STRATA_ERR_BROKEN;
     Start start;
     start.mode = mode;
+    start.by_stack = by_stack;
     if (!team.ready())
         return hand_back(team, coll, mode, call_bytes(coll, team, args), STRATA_HANDBACK_OFF);
     return serve(team, coll, args, start, quiet, &call);
@@ -373,8 +380,9 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     call.info.mode = start.mode;
     call.info.coll = coll;
     const CallInfo::Mode mode = start.mode;
-    call.decide = [&team, coll, saved, mode, quiet, &call]() {
-        return decide_queued(team, coll, saved->a, mode, quiet, call);
+    const bool by_stack = start.by_stack;
+    call.decide = [&team, coll, saved, mode, by_stack, quiet, &call]() {
+        return decide_queued(team, coll, saved->a, mode, by_stack, quiet, call);
     };
     // coll_strata_check_args: the call's gate (its agreement) runs before it is decided
     // (CallQueue::decide_head), so every rank decides from what all passed alike.
@@ -480,6 +488,11 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
+    // Open MPI's own calls (a communicator's creation, MPI-IO) are on host memory, which a
+    // team in GPU memory would stage through the GPU: a few integers at the cost of
+    // copies, a launch and host waits each. Agreed: the team's memory is, and whether a
+    // call is the stack's is alike on every rank (the same code path makes it).
+    if (start.by_stack && team.device()) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_STACK);
     uint64_t size_sig = 0;
     uint32_t meta_sig = 0;
     signature(coll, team, args, &size_sig, &meta_sig);

@@ -40,7 +40,14 @@ struct Start {
     CallInfo::Mode mode = CallInfo::Blocking;
     const strata_start_t *how = nullptr;
     strata_request_t **request = nullptr;
+    // Open MPI's own call (strata_start_t::internal, or strata_stack_call for a blocking
+    // one): alike on every rank, as the code path that makes it is. Set by run_collective.
+    bool by_stack = false;
 };
+
+// What strata_stack_call said last on this thread (read by run_collective as a
+// blocking call enters, before anything it does can make calls of the stack's).
+void note_stack_call(bool yes);
 
 // The team's calls: its queue, which CoreTeam made (Team knows only TeamCalls).
 inline CallQueue &calls_of(Team &team) { return static_cast<CallQueue &>(team.calls()); }

@@ -213,6 +213,11 @@ void strata_set_log_level(int max_level);
  * Open MPI makes inside it (strata's setup makes a communicator). */
 void strata_log_quiet(int quiet);
 int strata_log_is_quiet(void);
+/* Whether the blocking calls this thread makes from now on are (1) or are not (0) Open
+ * MPI's own (a communicator's creation, MPI-IO), as strata_start_t::internal says of a
+ * nonblocking one: the glue says so as it enters each call. On a team whose schedules
+ * run in GPU memory such a call is handed back (STRATA_HANDBACK_STACK). */
+void strata_stack_call(int yes);
 
 /* Fills cfg with the built-in defaults. */
 void strata_config_defaults(strata_config_t *cfg);
@@ -395,6 +400,7 @@ typedef enum {
     STRATA_HANDBACK_NO_KERNEL,     /* no GPU kernel for the type and op */
     STRATA_HANDBACK_NO_ALGORITHM,  /* no algorithm of strata's fits (a nonblocking call) */
     STRATA_HANDBACK_FAILED,        /* an earlier call on the communicator failed */
+    STRATA_HANDBACK_STACK,         /* Open MPI's own call (its buffers host memory) on a team in GPU memory */
     STRATA_HANDBACK_COUNT
 } strata_handback_t;
 

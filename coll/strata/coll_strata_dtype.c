@@ -340,6 +340,7 @@ int mca_coll_strata_enter(const void *caller)
         strata_set_log_level(level);
     }
     entered_internal = !called_through_binding(caller);
+    strata_stack_call(entered_internal);
     quiet = cs->verbose >= 2 && !cs->verbose_internal && entered_internal;
     strata_log_quiet(quiet);
     return quiet;

@@ -552,3 +552,69 @@ TEST_F(CudaTransport, ChainedAcrossNodesPollsOneEventPerBatchNotPerKernel) {
 }
 
 }  // namespace
+
+// Open MPI's own calls (a communicator's creation; the glue says so with
+// strata_stack_call, or strata_start_t::internal for a nonblocking one) are on host
+// memory: on a team in GPU memory they go back to the replaced component, blocking and
+// nonblocking, rather than through the GPU; the application's same call is served.
+// On the host path (coll_strata_device_path host) the stack's calls are served too.
+TEST_F(CudaTransport, OpenMpisOwnCallsOnADeviceTeamAreHandedBack) {
+    for (int path : {STRATA_DEVICE_PATH_GPU, STRATA_DEVICE_PATH_HOST}) {
+        SCOPED_TRACE(path == STRATA_DEVICE_PATH_GPU ? "gpu path" : "host path");
+        const bool gpu_path = path == STRATA_DEVICE_PATH_GPU;
+        ThreadJob job(kRanks);
+        std::vector<std::string> errors(kRanks);
+        const uint64_t before = strata_stat_handed_back(STRATA_HANDBACK_STACK);
+        g_ready_lines.clear();
+        strata_set_logger(&capture_log);
+        job.run([&](int rank) {
+            std::string &err = errors[size_t(rank)];
+            const strata_transport_t tp = job.transport(rank);
+            if (use_gpu0(&err) == nullptr) return;
+            strata_config_t cfg;
+            strata_config_defaults(&cfg);
+            cfg.lazy_calls = 0;
+            cfg.host_buffers = 1;
+            cfg.host_handback = 0;
+            cfg.node_size = 1;
+            cfg.device_path = path;
+            strata_team_t *team = nullptr;
+            if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+                err = "team create";
+                return;
+            }
+            const int64_t want = int64_t(kRanks) * (kRanks + 1) / 2;
+            int64_t in = rank + 1, out = 0;
+            const strata_status_t fell_back = gpu_path ? STRATA_FALLBACK : STRATA_OK;
+            if (strata_team_setup(team) != STRATA_OK) err = "setup";
+            strata_stack_call(1);
+            strata_status_t st = strata_allreduce(team, &in, &out, 1, STRATA_INT64, STRATA_OP_SUM);
+            strata_stack_call(0);
+            if (err.empty() && st != fell_back) err = std::string("the stack's blocking call: ") + strata_status_name(st);
+            if (err.empty() && st == STRATA_OK && out != want) err = "the stack's blocking call: wrong sum";
+            out = 0;
+            st = strata_allreduce(team, &in, &out, 1, STRATA_INT64, STRATA_OP_SUM);
+            if (err.empty() && (st != STRATA_OK || out != want)) err = "the application's blocking call was not served exactly";
+            strata_start_t how{};
+            how.internal = 1;
+            strata_request_t *req = nullptr;
+            out = 0;
+            st = strata_iallreduce(team, &in, &out, 1, STRATA_INT64, STRATA_OP_SUM, &how, &req);
+            if (st == STRATA_OK) {
+                while (!strata_request_test(req, &st)) std::this_thread::yield();
+                strata_request_free(req);
+                if (err.empty() && st == STRATA_OK && out != want) err = "the stack's nonblocking call: wrong sum";
+            }
+            if (err.empty() && st != fell_back)
+                err = std::string("the stack's nonblocking call: ") + strata_status_name(st);
+            strata_team_destroy(team);
+        });
+        strata_set_logger(nullptr);
+        for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+        ASSERT_EQ(g_ready_lines.size(), size_t(kRanks));
+        EXPECT_NE(g_ready_lines[0].find(gpu_path ? "schedules in GPU memory" : "schedules in host memory"),
+                  std::string::npos)
+            << g_ready_lines[0];
+        EXPECT_EQ(strata_stat_handed_back(STRATA_HANDBACK_STACK) - before, gpu_path ? uint64_t(2 * kRanks) : 0u);
+    }
+}
