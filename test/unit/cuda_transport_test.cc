@@ -571,11 +571,7 @@ TEST_F(CudaTransport, OpenMpisOwnCallsOnADeviceTeamAreHandedBack) {
             std::string &err = errors[size_t(rank)];
             const strata_transport_t tp = job.transport(rank);
             if (use_gpu0(&err) == nullptr) return;
-            strata_config_t cfg;
-            strata_config_defaults(&cfg);
-            cfg.lazy_calls = 0;
-            cfg.host_buffers = 1;
-            cfg.host_handback = 0;
+            strata_config_t cfg = strata_test::host_test_config();
             cfg.node_size = 1;
             cfg.device_path = path;
             strata_team_t *team = nullptr;
