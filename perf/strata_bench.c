@@ -103,6 +103,7 @@ static int *displs;    /* alltoallv: r * count */
 static int vcounts = 0;   /* -c alltoallv: alltoall's blocks through MPI_Alltoallv */
 
 static int nonblocking = 0;   /* --nonblocking: MPI_I<coll> then MPI_Wait */
+static int split_too = 0;     /* --split: each --comms cycle also splits MPI_COMM_WORLD */
 
 /* The collective, blocking or (--nonblocking) started and waited for at once. */
 #define ONE(Up, low, ...) \
@@ -380,13 +381,20 @@ static void print_row(const shape_t *s, result_t rs, result_t rbase, int reducti
  * communicator of a set of ranks creates the node's shared memory (several ms at the
  * default segment size), which every later one takes up again. The strata=off side still
  * agrees on the opt-out at its first call; plain Open MPI is the same command run with
- * --mca coll ^strata. */
+ * --mca coll ^strata. With --split each cycle (both sides) also splits MPI_COMM_WORLD in
+ * one part and frees it: Open MPI's own blocking allgather on MPI_COMM_WORLD, besides the
+ * id allreduces (nonblocking inside) that a dup makes. */
 static double one_cycle(int strata_on, MPI_Info off, long *wrong)
 {
     MPI_Comm c;
     long v = rank + 1, sum = 0;
     MPI_Request rq;
     double t0 = MPI_Wtime();
+    if (split_too) {
+        MPI_Comm part;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &part);
+        MPI_Comm_free(&part);
+    }
     MPI_Comm_dup_with_info(MPI_COMM_WORLD, strata_on ? MPI_INFO_NULL : off, &c);
     ONE(Allreduce, allreduce, &v, &sum, 1, MPI_LONG, MPI_SUM, c);
     *wrong += sum != (long)nranks * (nranks + 1) / 2;
@@ -457,7 +465,8 @@ static void usage(void)
            "  -b/-e  smallest/largest size in bytes (K/M/G suffixes; default 8 and 8M), -f factor (default 2)\n"
            "  -t  int8 uint8 int32 uint32 int64 uint64 float (default) double;  -o sum (default) prod max min\n"
            "  --comms N  time N x (MPI_Comm_dup, one small allreduce, MPI_Comm_free) with and without strata\n"
-           "             (with --device: on communicators whose ranks all have a GPU)\n"
+           "             (with --device: on communicators whose ranks all have a GPU; --split: each cycle\n"
+           "             also splits MPI_COMM_WORLD and frees the part)\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
            "  --nonblocking  each call as MPI_I<coll> waited for at once (MPI_Wait)\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
@@ -487,6 +496,7 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "--single") || !strcmp(s, "--no-strata-comm")) single = 1;
         else if (!strcmp(s, "--comms") && v) { comms = atoi(v); a++; }
         else if (!strcmp(s, "--nonblocking")) nonblocking = 1;
+        else if (!strcmp(s, "--split")) split_too = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
     }

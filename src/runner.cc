@@ -488,7 +488,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     if (!core.rules_said) say_rules(core);
     const AlgorithmTable &table = algorithm_table(coll);
     if (table.count == 0) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NO_ALGORITHM);
-    // Open MPI's own calls (a communicator's creation, MPI-IO) are on host memory, which a
+    // Open MPI's own calls (a communicator's creation: ids, split's allgather) are on host memory, which a
     // team in GPU memory would stage through the GPU: a few integers at the cost of
     // copies, a launch and host waits each. Agreed: the team's memory is, and whether a
     // call is the stack's is alike on every rank (the same code path makes it).

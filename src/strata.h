@@ -214,7 +214,7 @@ void strata_set_log_level(int max_level);
 void strata_log_quiet(int quiet);
 int strata_log_is_quiet(void);
 /* Whether the blocking calls this thread makes from now on are (1) or are not (0) Open
- * MPI's own (a communicator's creation, MPI-IO), as strata_start_t::internal says of a
+ * MPI's own (a communicator's creation), as strata_start_t::internal says of a
  * nonblocking one: the glue says so as it enters each call. On a team whose schedules
  * run in GPU memory such a call is handed back (STRATA_HANDBACK_STACK). */
 void strata_stack_call(int yes);
