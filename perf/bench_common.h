@@ -50,6 +50,9 @@ static coll_t coll = C_ALLREDUCE;
 static int rank, nranks;
 static int type = T_FLOAT, opi = 0;
 static int on_device = 0;
+/* --host-buffers (with --device): every rank has a GPU (its communicators run in GPU
+ * memory) but the buffers the collectives see are host memory. */
+static int host_buffers = 0;
 
 /* ------------------------------------------------------------ memory hook
  * Host buffers, or with --device GPU memory from devbuf. Fill and check always go
@@ -60,24 +63,24 @@ static long copy_failures;
 
 static void *bench_alloc(size_t bytes)
 {
-    if (!on_device) return malloc(bytes ? bytes : 1);
+    if (!on_device || host_buffers) return malloc(bytes ? bytes : 1);
     void *p = devbuf_alloc(bytes);
     live_bufs += NULL != p;
     return p;
 }
 static void bench_free(void *p)
 {
-    if (!on_device) { free(p); return; }
+    if (!on_device || host_buffers) { free(p); return; }
     if (p) { devbuf_free(p); live_bufs--; }
 }
 static void bench_to_dev(void *dst, const void *src, size_t n)
 {
-    if (!on_device) memcpy(dst, src, n);
+    if (!on_device || host_buffers) memcpy(dst, src, n);
     else copy_failures += 0 != devbuf_to_dev(dst, src, n);
 }
 static void bench_to_host(void *dst, const void *src, size_t n)
 {
-    if (!on_device) memcpy(dst, src, n);
+    if (!on_device || host_buffers) memcpy(dst, src, n);
     else copy_failures += 0 != devbuf_to_host(dst, src, n);
 }
 

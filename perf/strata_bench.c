@@ -469,6 +469,7 @@ static void usage(void)
            "             also splits MPI_COMM_WORLD and frees the part)\n"
            "  --single   one communicator only (strata columns); for two-run comparisons (perf/compare)\n"
            "  --nonblocking  each call as MPI_I<coll> waited for at once (MPI_Wait)\n"
+           "  --host-buffers  with --device: the ranks have GPUs, the buffers are host memory\n"
            "  --device   GPU buffers (CUDA driver needed; exit 77 without one); the baseline is then\n"
            "             host staging: device -> pinned host, the collective without strata, host -> device\n"
            "  --version  strata's version and the commit this was built from (needs no job)\n");
@@ -497,6 +498,7 @@ int main(int argc, char **argv)
         else if (!strcmp(s, "--comms") && v) { comms = atoi(v); a++; }
         else if (!strcmp(s, "--nonblocking")) nonblocking = 1;
         else if (!strcmp(s, "--split")) split_too = 1;
+        else if (!strcmp(s, "--host-buffers")) host_buffers = 1;
         else if (!strcmp(s, "-h") || !strcmp(s, "--help")) { if (rank == 0) usage(); MPI_Finalize(); return 0; }
         else bad = 1;
     }

@@ -33,6 +33,8 @@ struct CallSignature {
     uint32_t meta_sig;
     bool pairs;
     uint32_t all_pairs;
+    size_t bytes;    // the call's size, agreed (runner.h, votes_host)
+    bool host_here;  // this rank's buffers are host memory (or none)
 };
 
 // Gates a built nonblocking or persistent call on the agreement (Call::gate) where its

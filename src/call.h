@@ -41,6 +41,7 @@ struct CallInfo {
     size_t call_bytes = 0;          // the call's size as every rank sees it
     bool copied = false;            // this rank's buffers are copied (copies.h)
     bool quiet = false;             // Open MPI's own call: no per-call line (log_quiet)
+    bool all_host = false;          // agreed: small, and host buffers on every rank (runner.h, votes_host)
     Status local = STRATA_OK;       // this rank fails the call when it starts
     std::string why;
 };

@@ -11,6 +11,7 @@
 #include "algo/algo.h"
 #include "collectives.h"
 #include "copies.h"
+#include "mem/classify.h"
 #include "mem/device.h"
 #include "mem/domain.h"
 
@@ -268,6 +269,26 @@ Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t byt
 
 void note_stack_call(bool yes) { t_blocking_stack_call = yes; }
 
+bool votes_host(const Team &team, size_t call_bytes) {
+    return team.ready() && team.device() && team.hands_back_queued() && call_bytes > 0 &&
+           call_bytes <= team.config().small_msg_size && team.config().check_args != STRATA_CHECK_ARGS_OFF;
+}
+
+bool may_vote_host(const Team &team, size_t call_bytes) {
+    return team.ready() ? votes_host(team, call_bytes)
+                        : call_bytes > 0 && call_bytes <= team.config().small_msg_size &&
+                              team.config().check_args != STRATA_CHECK_ARGS_OFF;
+}
+
+bool host_buffers_here(const CollArgs &a) {
+    const auto host = [](const void *p) {
+        if (p == nullptr) return true;
+        const MemKind k = classify(p);
+        return k == MemKind::Host || k == MemKind::PinnedHost;
+    };
+    return host(a.recvbuf) && (a.in_place || host(a.sendbuf));
+}
+
 Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into);
 Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet);
 
@@ -323,9 +344,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
-    } else if (team.agrees_calls() && !stack_call(start)) {
+    } else if ((team.agrees_calls() || votes_host(team, bytes)) && team.hands_back_queued() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,
         // type or op (the rules, a missing GPU kernel), as a blocking call is before.
+        // (A team set up at creation has no communicator yet to hand a queued call back
+        // on, until its first blocking call: it decides at the start, and the built call
+        // agrees at the head, where a mismatch fails it everywhere.)
         return queue_undecided(team, coll, args, start, keep.quiet);
     }
     return serve(team, coll, args, start, keep.quiet, nullptr);
@@ -396,7 +420,11 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     // gate then asks at the head of the queue, after setup.
     const uint32_t all_pairs =
         pairs && team.config().check_args != STRATA_CHECK_ARGS_OFF ? pair_sig(team, args, [](int) { return true; }) : 0;
-    agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs}, stack_call(start));
+    const size_t bytes = call_bytes(coll, team, args);
+    agree_at_head(team, call,
+                  CallSignature{coll, size_sig, meta_sig, pairs, all_pairs, bytes,
+                                may_vote_host(team, bytes) && host_buffers_here(args)},
+                  stack_call(start));
     if (issue_request(team, start, owned)) return STRATA_OK;
     // Its peers queue the call: here it is decided with a rank-local error, which fails
     // it on every rank (as serve does with one it cannot give a request).
@@ -412,10 +440,11 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
 // pairs (alltoallv; the same on every rank once sizes agree): all_pairs, summed over
 // the ranks, must be 0 (pair_sig), else STRATA_ERR_TRUNCATE.
 Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs,
-                  uint32_t all_pairs, Status local, const std::string &why) {
+                  uint32_t all_pairs, Status local, const std::string &why, bool host_here, bool *all_host) {
     // min of x and of ~x give min and max: all equal exactly where they agree.
     const int hi = int(uint32_t(size_sig >> 32)), lo = int(uint32_t(size_sig)), meta = int(meta_sig);
-    int v[7] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta};
+    int v[8] = {local == STRATA_OK ? 1 : 0, hi, lo, meta, ~hi, ~lo, ~meta, host_here ? 1 : 0};
+    if (all_host != nullptr) *all_host = false;
     std::string waited;
     // A peer that failed an earlier call (one that ended without an error here) hands
     // this call back and never joins the agreement: this rank then hands it back too
@@ -433,8 +462,9 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
         if (team.broken()) return STRATA_FALLBACK;
         return team.fail_call(st, std::string(strata_coll_name(coll)) + ": " + waited, team.call_number() + 1);
     };
-    if (const Status st = team.agreements().min(v, 7, w, "coll_strata_check_args", &waited); st != STRATA_OK)
+    if (const Status st = team.agreements().min(v, 8, w, "coll_strata_check_args", &waited); st != STRATA_OK)
         return gave_up(st);
+    if (all_host != nullptr) *all_host = v[7] == 1;
     char b[160];
     if (local != STRATA_OK) {
         snprintf(b, sizeof b, "%s: %s", strata_coll_name(coll), why.c_str());
@@ -502,12 +532,17 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // head of its team's queue, in steps (agree_call.h).
     const bool pairs = collective(coll).is(kPairs) && !args.uniform;
     const uint32_t all_pairs = pairs && team.agrees_calls() ? pair_sig(team, args, [](int) { return true; }) : 0;
-    if (blocking && team.agrees_calls()) {
-        const Status st = agree_call(team, coll, size_sig, meta_sig, pairs, all_pairs, args.local,
-                                     args.why ? args.why : "");
+    // A small call on a team in GPU memory agrees too (votes_host), whether all its
+    // buffers are host memory: a nonblocking one did at the head of the queue (into).
+    const bool vote = votes_host(team, bytes);
+    bool all_host = into != nullptr && into->info.all_host;
+    if (blocking && (team.agrees_calls() || vote)) {
+        const Status st = agree_call(team, coll, size_sig, meta_sig, pairs && team.agrees_calls(), all_pairs,
+                                     args.local, args.why ? args.why : "", vote && host_buffers_here(args), &all_host);
         if (st == STRATA_FALLBACK) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_FAILED);
         if (st != STRATA_OK) return st;
     }
+    if (vote && all_host) return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_HOST_CALL);
     // The algorithm: a setting, else the rules file, else the built-in host rules, else
     // the table's rule. A rule may hand the call back: decided first, so that handing
     // back costs little.
@@ -609,7 +644,9 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     // A call queued undecided under check_args was agreed before it was decided: its
     // gate stays (a persistent one remembers that it passed).
     if (into == nullptr || !into->gate)
-        agree_at_head(team, call, CallSignature{coll, size_sig, meta_sig, pairs, all_pairs}, stack_call(start));
+        agree_at_head(team, call,
+                      CallSignature{coll, size_sig, meta_sig, pairs, all_pairs, bytes, vote && host_buffers_here(args)},
+                      stack_call(start));
     if (into != nullptr) {
         call.on_end = [&team, &call](Status st) { return finish_call(team, call, st); };
         return STRATA_OK;

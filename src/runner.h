@@ -63,8 +63,25 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
 // else STRATA_ERR_TRUNCATE; type, op, root: else STRATA_ERR_ARG) and whether all had
 // valid arguments (local), before anything moves. Waits (in a fiber, gives the thread
 // back: agree_call.h runs it for calls that complete later).
+// *all_host (when not null): whether every rank passed host_here (its buffers are host
+// memory), agreed in the same round.
 Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t meta_sig, bool pairs,
-                  uint32_t all_pairs, Status local, const std::string &why);
+                  uint32_t all_pairs, Status local, const std::string &why, bool host_here = false,
+                  bool *all_host = nullptr);
+
+// A small call on a team in GPU memory asks whether every rank's buffers are host
+// memory (in the call's agreement, made for it where the team does not agree calls
+// anyway): where they are, the call goes to the replaced component, which moves a few
+// host bytes at host speed, where the GPU path would copy them to the GPU and back.
+// From agreed values only (the team's memory, the call's size, coll_strata_check_args
+// not off; alltoallv, whose size differs by rank, never; nor a team set up at creation
+// before its first blocking call, which has no communicator to hand a queued call back
+// on: Team::hands_back_queued). may_vote_host: before setup, whether it may once the
+// team is set up.
+bool votes_host(const Team &team, size_t call_bytes);
+bool may_vote_host(const Team &team, size_t call_bytes);
+// Whether this rank's buffers of the call are host memory (or it has none).
+bool host_buffers_here(const CollArgs &a);
 
 Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
                  const char *detail = "");

@@ -26,6 +26,7 @@ constexpr Named kHandBacks[STRATA_HANDBACK_COUNT] = {
     {"no_algorithm", "none of strata's schedules fits the call (a nonblocking one)"},
     {"failed", "an earlier call on this communicator failed"},
     {"stack_call", "Open MPI's own call (host memory) on a communicator whose schedules run in GPU memory"},
+    {"host_call", "a small call on host buffers on every rank of a communicator whose schedules run in GPU memory"},
 };
 // In the order of strata_stat_t.
 constexpr Named kStats[STRATA_STAT_COUNT] = {

@@ -401,6 +401,7 @@ typedef enum {
     STRATA_HANDBACK_NO_ALGORITHM,  /* no algorithm of strata's fits (a nonblocking call) */
     STRATA_HANDBACK_FAILED,        /* an earlier call on the communicator failed */
     STRATA_HANDBACK_STACK,         /* Open MPI's own call (its buffers host memory) on a team in GPU memory */
+    STRATA_HANDBACK_HOST_CALL,     /* a small call on host buffers on every rank of a team in GPU memory */
     STRATA_HANDBACK_COUNT
 } strata_handback_t;
 

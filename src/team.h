@@ -160,6 +160,11 @@ public:
     // it is handed back: the stack makes it with the communicator's own collectives,
     // whose progress may run on any thread (read without the team's lock).
     bool opening_private() const { return opening_private_.load(std::memory_order_acquire); }
+    // Whether a call handed back at the head of the queue can run: the glue starts it on
+    // the team's own communicator (made at setup, or at the first blocking call of a team
+    // set up at creation), or the transport makes none. Alike on every rank where a
+    // queued call is decided: a blocking call drains the queue before it makes it.
+    bool hands_back_queued() const { return private_ || tp_.open_private == nullptr; }
 
     // This rank fails the current call (begun or not): node peers see it in the shared
     // segment at once, ranks on other nodes by a notice; the team takes no more calls.

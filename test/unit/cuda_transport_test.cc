@@ -574,6 +574,7 @@ TEST_F(CudaTransport, OpenMpisOwnCallsOnADeviceTeamAreHandedBack) {
             strata_config_t cfg = strata_test::host_test_config();
             cfg.node_size = 1;
             cfg.device_path = path;
+            cfg.small_msg_size = 0;  // the application's 8 bytes on host buffers served, not voted back (votes_host)
             strata_team_t *team = nullptr;
             if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
                 err = "team create";
@@ -613,4 +614,80 @@ TEST_F(CudaTransport, OpenMpisOwnCallsOnADeviceTeamAreHandedBack) {
             << g_ready_lines[0];
         EXPECT_EQ(strata_stat_handed_back(STRATA_HANDBACK_STACK) - before, gpu_path ? uint64_t(2 * kRanks) : 0u);
     }
+}
+
+// A small call on a team in GPU memory agrees whether every rank's buffers are host
+// memory (runner.h, votes_host): where they are, it goes to the replaced component
+// (STRATA_FALLBACK, counted as host_call), blocking and nonblocking; where one rank's
+// buffer is on the GPU, or the call is larger than coll_strata_small_msg_size, or
+// coll_strata_check_args is off (no agreement), strata serves it, exact. Teams of one
+// rank per node (which agree calls anyway) and of one node (which agree only for this:
+// FAKECUDA_IPC_SELF lets the fake driver open its own process's IPC handles).
+TEST_F(CudaTransport, SmallCallsOnHostBuffersEverywhereGoBackFromADeviceTeam) {
+    setenv("FAKECUDA_IPC_SELF", "1", 1);
+    for (int node_size : {1, 0}) {
+        SCOPED_TRACE(node_size == 1 ? "a node per rank" : "one node");
+        ThreadJob job(kRanks);
+        std::vector<std::string> errors(kRanks);
+        const uint64_t before = strata_stat_handed_back(STRATA_HANDBACK_HOST_CALL);
+        job.run([&](int rank) {
+            std::string &err = errors[size_t(rank)];
+            const strata_transport_t tp = job.transport(rank);
+            strata::MemDomain *gpu = use_gpu0(&err);
+            if (gpu == nullptr) return;
+            const auto expect = [&err](bool cond, const std::string &what) {
+                if (err.empty() && !cond) err = what;
+            };
+            for (int check_args : {int(STRATA_CHECK_ARGS_NODES), int(STRATA_CHECK_ARGS_OFF)}) {
+                const bool votes = check_args != STRATA_CHECK_ARGS_OFF;
+                strata_config_t cfg = strata_test::host_test_config();
+                cfg.node_size = node_size;
+                cfg.check_args = check_args;
+                cfg.small_msg_size = 64;
+                strata_team_t *team = nullptr;
+                if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+                    err = "team create";
+                    return;
+                }
+                const std::string when = votes ? "" : " (check_args off)";
+                expect(strata_team_setup(team) == STRATA_OK, "setup");
+                const int64_t want = int64_t(kRanks) * (kRanks + 1) / 2;
+                // 8 bytes, host buffers everywhere: handed back (served without the agreement)
+                int64_t in = rank + 1, out = 0;
+                strata_status_t st = strata_allreduce(team, &in, &out, 1, STRATA_INT64, STRATA_OP_SUM);
+                expect(st == (votes ? STRATA_FALLBACK : STRATA_OK) && (votes || out == want),
+                       "8 bytes on host buffers" + when + ": " + strata_status_name(st));
+                // the same, nonblocking
+                strata_request_t *req = nullptr;
+                out = 0;
+                st = strata_iallreduce(team, &in, &out, 1, STRATA_INT64, STRATA_OP_SUM, nullptr, &req);
+                if (st == STRATA_OK) {
+                    while (!strata_request_test(req, &st)) std::this_thread::yield();
+                    strata_request_free(req);
+                    expect(st != STRATA_OK || out == want, "nonblocking: wrong sum" + when);
+                }
+                expect(st == (votes ? STRATA_FALLBACK : STRATA_OK), "nonblocking 8 bytes on host buffers" + when +
+                                                                         ": " + strata_status_name(st));
+                // 8 bytes, rank 0's buffers on the GPU: served, exact
+                DeviceBuffer din(*gpu, std::vector<int64_t>{in}), dout(*gpu, std::vector<int64_t>{0});
+                const bool mine_on_gpu = rank == 0;
+                out = 0;
+                st = strata_allreduce(team, mine_on_gpu ? din.get() : &in, mine_on_gpu ? dout.get() : &out, 1,
+                                      STRATA_INT64, STRATA_OP_SUM);
+                std::vector<int64_t> got{out};
+                if (mine_on_gpu) dout.read(&got);
+                expect(st == STRATA_OK && got[0] == want, "8 bytes, rank 0 on the GPU" + when + ": " +
+                                                              strata_status_name(st));
+                // 128 bytes (above small_msg_size) on host buffers: served, exact
+                std::vector<int64_t> vin(16, rank + 1), vout(16, 0);
+                st = strata_allreduce(team, vin.data(), vout.data(), 16, STRATA_INT64, STRATA_OP_SUM);
+                expect(st == STRATA_OK && vout[15] == want, "128 bytes on host buffers" + when + ": " +
+                                                                strata_status_name(st));
+                strata_team_destroy(team);
+            }
+        });
+        for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+        EXPECT_EQ(strata_stat_handed_back(STRATA_HANDBACK_HOST_CALL) - before, uint64_t(2 * kRanks));
+    }
+    unsetenv("FAKECUDA_IPC_SELF");
 }
