@@ -20,17 +20,17 @@ public:
     Status step(bool *done) {
         // Asked here, at the head of the queue: a call queued before setup did not know
         // yet whether its team spans nodes (Team::agrees_calls).
-        if (passed_ || (!fiber_ && !team_.agrees_calls() && !votes_host(team_, sig_.bytes))) {
+        if (passed_ || (!fiber_ && !team_.agrees_calls())) {
             *done = true;
             return STRATA_OK;
         }
         if (!fiber_) {
             fiber_.reset(new Fiber([this] {
                 const CallInfo &i = call_.info;
-                const bool vote = votes_host(team_, sig_.bytes);
+                const bool vote = votes_host(team_, sig_.bytes, false);
                 bool all_host = false;
-                outcome_ = agree_call(team_, sig_.coll, sig_.size_sig, sig_.meta_sig, sig_.pairs && team_.agrees_calls(),
-                                      sig_.all_pairs, i.local, i.why, vote && sig_.host_here, &all_host);
+                outcome_ = agree_call(team_, sig_.coll, sig_.size_sig, sig_.meta_sig, sig_.pairs, sig_.all_pairs,
+                                      i.local, i.why, vote && sig_.host_here, &all_host);
                 call_.info.all_host = vote && all_host;
             }));
         }
@@ -55,7 +55,7 @@ private:
 }  // namespace
 
 void agree_at_head(Team &team, Call &call, const CallSignature &sig, bool stack_call) {
-    if (stack_call || (!team.may_agree_calls() && !may_vote_host(team, sig.bytes))) {
+    if (stack_call || !team.may_agree_calls()) {
         call.gate = nullptr;
         return;
     }

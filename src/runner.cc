@@ -269,15 +269,10 @@ Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t byt
 
 void note_stack_call(bool yes) { t_blocking_stack_call = yes; }
 
-bool votes_host(const Team &team, size_t call_bytes) {
-    return team.ready() && team.device() && team.hands_back_queued() && call_bytes > 0 &&
-           call_bytes <= team.config().small_msg_size && team.config().check_args != STRATA_CHECK_ARGS_OFF;
-}
-
-bool may_vote_host(const Team &team, size_t call_bytes) {
-    return team.ready() ? votes_host(team, call_bytes)
-                        : call_bytes > 0 && call_bytes <= team.config().small_msg_size &&
-                              team.config().check_args != STRATA_CHECK_ARGS_OFF;
+bool votes_host(const Team &team, size_t call_bytes, bool blocking) {
+    return team.ready() && team.device() && call_bytes > 0 && call_bytes <= team.config().small_msg_size &&
+           team.config().check_args != STRATA_CHECK_ARGS_OFF &&
+           (blocking || (team.agrees_calls() && team.hands_back_queued()));
 }
 
 bool host_buffers_here(const CollArgs &a) {
@@ -344,7 +339,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
-    } else if ((team.agrees_calls() || votes_host(team, bytes)) && team.hands_back_queued() && !stack_call(start)) {
+    } else if (team.agrees_calls() && team.hands_back_queued() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,
         // type or op (the rules, a missing GPU kernel), as a blocking call is before.
         // (A team set up at creation has no communicator yet to hand a queued call back
@@ -423,7 +418,7 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     const size_t bytes = call_bytes(coll, team, args);
     agree_at_head(team, call,
                   CallSignature{coll, size_sig, meta_sig, pairs, all_pairs, bytes,
-                                may_vote_host(team, bytes) && host_buffers_here(args)},
+                                team.may_agree_calls() && host_buffers_here(args)},
                   stack_call(start));
     if (issue_request(team, start, owned)) return STRATA_OK;
     // Its peers queue the call: here it is decided with a rank-local error, which fails
@@ -534,7 +529,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     const uint32_t all_pairs = pairs && team.agrees_calls() ? pair_sig(team, args, [](int) { return true; }) : 0;
     // A small call on a team in GPU memory agrees too (votes_host), whether all its
     // buffers are host memory: a nonblocking one did at the head of the queue (into).
-    const bool vote = votes_host(team, bytes);
+    const bool vote = votes_host(team, bytes, blocking);
     bool all_host = into != nullptr && into->info.all_host;
     if (blocking && (team.agrees_calls() || vote)) {
         const Status st = agree_call(team, coll, size_sig, meta_sig, pairs && team.agrees_calls(), all_pairs,

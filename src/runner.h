@@ -70,16 +70,16 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
                   bool *all_host = nullptr);
 
 // A small call on a team in GPU memory asks whether every rank's buffers are host
-// memory (in the call's agreement, made for it where the team does not agree calls
-// anyway): where they are, the call goes to the replaced component, which moves a few
+// memory: where they are, the call goes to the replaced component, which moves a few
 // host bytes at host speed, where the GPU path would copy them to the GPU and back.
-// From agreed values only (the team's memory, the call's size, coll_strata_check_args
-// not off; alltoallv, whose size differs by rank, never; nor a team set up at creation
-// before its first blocking call, which has no communicator to hand a queued call back
-// on: Team::hands_back_queued). may_vote_host: before setup, whether it may once the
-// team is set up.
-bool votes_host(const Team &team, size_t call_bytes);
-bool may_vote_host(const Team &team, size_t call_bytes);
+// Asked in the call's agreement (coll_strata_check_args, not off): a blocking call
+// makes it for this on a team that does not agree calls anyway (one node); a
+// nonblocking or persistent one asks only where its team agrees every call (across
+// nodes) and can hand a queued call back (Team::hands_back_queued), so that on one
+// node its start queues GPU work without waiting for its peers (stream flags). From
+// agreed values only: the team's memory, the call's size (alltoallv's, which differs
+// by rank, is 0: never), the mode.
+bool votes_host(const Team &team, size_t call_bytes, bool blocking);
 // Whether this rank's buffers of the call are host memory (or it has none).
 bool host_buffers_here(const CollArgs &a);
 
