@@ -411,8 +411,8 @@ void Schedule::plan_lane() {
     }
 }
 
-std::vector<uint8_t> Schedule::lane_plan(MemDomain *dom, MemDomain *lane) {
-    chain(dom, lane);
+std::vector<uint8_t> Schedule::lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds) {
+    chain(dom, lane, kinds);
     build_graph();
     plan_lane();
     return run_.on_lane;
@@ -558,8 +558,16 @@ void Schedule::choose_lane_steps() {
             leads[i] = device(d) || (flagish(d) && leads[r.dependents[k]]);
         }
     r.on_lane.assign(n, 0);
-    uint64_t signalled = 0;
-    bool any_signal = false;
+    // Per kind of flag (FlagKinds), the highest value signalled so far in build order.
+    // A wait is compared with its own kind only: a builder that signals READY and then
+    // waits for peers' SLICE, which they raise after waits of their own, must keep that
+    // wait with the host, or every rank's stream would wait for a signal queued behind.
+    std::vector<std::pair<uintptr_t, uint64_t>> signalled;
+    auto highest = [&signalled](uintptr_t kind) -> uint64_t * {
+        for (auto &k : signalled)
+            if (k.first == kind) return &k.second;
+        return nullptr;
+    };
     for (size_t i = 0; i < n; ++i) {
         const Step &s = steps_[i];
         switch (s.kind) {
@@ -573,15 +581,21 @@ void Schedule::choose_lane_steps() {
             case Kind::Nop:
                 r.on_lane[i] = after[i] || leads[i];
                 break;
-            case Kind::Wait:
-                r.on_lane[i] = r.lane_waits && leads[i] && any_signal && flag_reached(signalled, s.value);
+            case Kind::Wait: {
+                const uint64_t *h = highest(flag_kinds_.of(s.flag));
+                r.on_lane[i] = r.lane_waits && leads[i] && h != nullptr && flag_reached(*h, s.value);
                 break;
+            }
             default:
                 break;
         }
-        if (s.kind == Kind::Signal && (!any_signal || flag_reached(s.value, signalled))) {
-            signalled = s.value;
-            any_signal = true;
+        if (s.kind == Kind::Signal) {
+            const uintptr_t kind = flag_kinds_.of(s.flag);
+            uint64_t *h = highest(kind);
+            if (h == nullptr)
+                signalled.emplace_back(kind, s.value);
+            else if (flag_reached(s.value, *h))
+                *h = s.value;
         }
     }
 }
@@ -710,13 +724,21 @@ Status Schedule::poll_batches(bool *moved) {
 // raises those flags itself (the team is failing; flags only rise, so nothing of a
 // later call is released early by a value it already reached), then waits for the
 // lane to run dry, so that none of the run's work touches memory after it returns.
+// Those are node peers' flags: a third rank that waits for the same one is let through
+// too, into slots that were never written. So the watch tells the peers of the failure
+// first (RunWatch::giving_up), and a chained run that completes is checked against
+// its peers' failures before it counts as a result (Team::check_chained_run).
 void Schedule::drain_lane() {
     Run &r = run_;
+    bool told = false;
     for (StepId id : r.queued) {
         Step &s = steps_[id];
         if (s.state != State::Started || s.kind != Kind::Wait) continue;
         const uint64_t want = num_.base + s.value;
-        if (!flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), want)) __atomic_store_n(s.flag, want, __ATOMIC_RELEASE);
+        if (flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), want)) continue;
+        if (!told && r.watch != nullptr) r.watch->giving_up();
+        told = true;
+        __atomic_store_n(s.flag, want, __ATOMIC_RELEASE);
     }
     Ticket end;
     if (chain_lane_->mark(&end) == STRATA_OK) wait_ticket(*chain_lane_, &end);

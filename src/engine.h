@@ -102,6 +102,22 @@ class RunWatch {
 public:
     virtual ~RunWatch() = default;
     virtual Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) = 0;
+    // A chained run is being given up and its lane is about to be drained, which raises
+    // peers' flags (Schedule::drain_lane): tell the peers first that this call failed,
+    // so that whoever those flags let through learns that what it read is no result.
+    virtual void giving_up() {}
+};
+
+// Which flags are of one kind (every local rank's READY, say): those whose addresses
+// differ from base by the same remainder modulo stride. stride 0: each flag is a kind
+// of its own. The lane's choice of waits compares a wait with the signals of its kind.
+struct FlagKinds {
+    uintptr_t base = 0;
+    size_t stride = 0;
+    uintptr_t of(const uint64_t *flag) const {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(flag);
+        return stride == 0 || a < base ? a : (a - base) % stride;
+    }
 };
 
 class Schedule {
@@ -173,13 +189,17 @@ public:
     Status progress(bool *finished, bool *idle, bool *moved = nullptr);
     // Chains the next runs' work on lane (see the top): copies and reductions of dom go
     // to lane instead, flags are signalled and waited for there. nullptr: off.
-    void chain(MemDomain *dom, MemDomain *lane) {
+    // kinds: which flags are of one kind (FlagKinds).
+    void chain(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}) {
         chain_dom_ = dom;
         chain_lane_ = lane;
+        flag_kinds_ = kinds;
     }
+    // Whether the current (or last) run was chained on a lane.
+    bool chained() const { return run_.chained; }
     // Which steps a run chained on lane would queue there (1) and which stay with the
     // host (0), for schedule dumps; all 0 without a lane. Sets chain(dom, lane).
-    std::vector<uint8_t> lane_plan(MemDomain *dom, MemDomain *lane);
+    std::vector<uint8_t> lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {});
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -240,6 +260,7 @@ private:
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     StepId entry_ = kNoStep;
     MemDomain *chain_dom_ = nullptr, *chain_lane_ = nullptr;
+    FlagKinds flag_kinds_;
     Numbering num_;  // of the current run
     // The current run: its channel and watch, dependency counts, the steps started or
     // ready, how many are done, and how long it has made no progress.

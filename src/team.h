@@ -197,6 +197,18 @@ public:
     void progress_others();
     // RunWatch: peers' failures and the deadline, while a schedule of this team waits.
     Status idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled_seconds) override;
+    // RunWatch: a chained run is given up and its lane drained: node peers read that
+    // this call failed (kFlagFailed) before any flag is raised for the lane.
+    void giving_up() override;
+    // After a chained run completed: a node peer that gave up this call may have raised
+    // flags that let this rank's run through unfed (Schedule::drain_lane), so a peer's
+    // failure of this call (or an earlier one) ends it with STRATA_ERR_PEER.
+    Status check_chained_run();
+    // Which node flags are of one kind, for the lane's choice of waits (engine.h).
+    FlagKinds flag_kinds() const {
+        const uintptr_t first = reinterpret_cast<uintptr_t>(flag(0, 0));
+        return {first, size_t(reinterpret_cast<uintptr_t>(flag(0, 1)) - first) * size_t(kFlagCount)};
+    }
     // The earliest call up to this one that a node peer (its flag) or a rank on another
     // node (a notice) failed in: *failed (0: none), who and how it was heard of.
     bool peer_failed(uint64_t *failed, int *who, const char **how);

@@ -196,7 +196,7 @@ void Team::dump_schedule(Schedule &s, strata_coll_t coll, const char *alg, size_
             "\"node\":%d,\"local\":%d,\"local_size\":%d,\"device\":%s,\"segment\":%zu,\"steps\":[",
             strata_coll_name(coll), alg, bytes, rank_, size_, layout_.nnodes(), layout_.my_node(),
             layout_.my_local(), layout_.my_local_size(), device() ? "true" : "false", segment_bytes());
-    const std::vector<uint8_t> on_lane = s.lane_plan(device() ? &domain() : nullptr, lane());
+    const std::vector<uint8_t> on_lane = s.lane_plan(device() ? &domain() : nullptr, lane(), flag_kinds());
     for (size_t id = 0; id < s.size(); ++id) {
         const StepInfo i = s.info(StepId(id));
         const char *kind = i.kind;
@@ -248,6 +248,20 @@ std::string Team::describe_wait(const Schedule &s, const std::vector<StepId> &wa
                  setting, unsigned(id), i.kind, i.bytes, i.peer);
     }
     return b;
+}
+
+void Team::giving_up() {
+    // Already told (this rank failed, or passed on a peer's failure): that call stays.
+    if (setup_ != Setup::Ready || broken()) return;
+    __atomic_store_n(flag(layout_.my_local(), kFlagFailed), call_seq_, __ATOMIC_RELEASE);
+}
+
+Status Team::check_chained_run() {
+    uint64_t failed = 0;
+    int who = -1;
+    const char *how = "";
+    if (!peer_failed(&failed, &who, &how)) return STRATA_OK;
+    return peer_failure(failed, who, how, "its node flags may have been raised for a drained stream");
 }
 
 Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {

@@ -454,7 +454,9 @@ TEST_F(CudaTransport, ChainedAcrossNodesIsExact) {
         expect_device_teams(*o, "device memory to point-to-point directly");
     }
     EXPECT_EQ(off.lane_lines, 0);
-    if (on.host_waits >= 0) EXPECT_EQ(on.lane_lines, teams()) << "every team's flags ordered by the stream";
+    if (on.host_waits >= 0) {
+        EXPECT_EQ(on.lane_lines, teams()) << "every team's flags ordered by the stream";
+    }
 }
 
 // The same across two nodes of two ranks (threads: the fake driver opens a process's own

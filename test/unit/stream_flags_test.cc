@@ -28,11 +28,13 @@
 #include <thread>
 #include <vector>
 
+#include "engine.h"
 #include "harness.h"
 #include "mem/classify.h"
 #include "mem/cuda_domain.h"
 #include "mem/domain.h"
 #include "strata.h"
+#include "team.h"
 #include "topo/cuda_api.h"
 
 namespace {
@@ -55,6 +57,7 @@ int32_t input(int rank, size_t i) { return int32_t(rank * 1000 + int(i % 977)); 
 struct Seen {
     bool without_progress = false;
     std::string error;
+    strata_status_t status = STRATA_OK;  // the nonblocking call's outcome
 };
 
 // Copies the device result to host on the domain's stream (not the team's) and
@@ -71,8 +74,11 @@ bool sum_arrived(strata::MemDomain &gpu, const void *dev, std::vector<int32_t> *
     return true;
 }
 
-void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *started, std::atomic<int> *looked,
-              Seen *seen) {
+// peer_fails: once every rank has looked, rank 1 fails the started call as a rank does
+// whose deadline passes while its stream still waits (Team::fail_call), before any
+// rank tests its request.
+void one_rank(ThreadJob &job, int rank, int stream_flags, bool peer_fails, std::atomic<int> *started,
+              std::atomic<int> *looked, Seen *seen) {
     std::string &err = seen->error;
     if (!strata_test::make_gpu0_current(&err)) return;
     strata::MemDomain *gpu = strata::cuda_domain(0, &err);
@@ -119,10 +125,16 @@ void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *star
     // No rank calls strata again until every rank has looked (see the top).
     ++*looked;
     while (looked->load() < kRanks) std::this_thread::yield();
+    if (peer_fails && rank == 1 && err.empty())
+        static_cast<strata::Team *>(team)->fail_call(STRATA_ERR_TIMEOUT, "injected: this rank gave up the call");
+    ++*looked;
+    while (looked->load() < 2 * kRanks) std::this_thread::yield();
     if (err.empty()) {
         strata_status_t st = STRATA_OK;
         while (!strata_request_test(req, &st)) std::this_thread::yield();
-        if (st != STRATA_OK || !sum_arrived(*gpu, recv, &host)) err = "the nonblocking allreduce's result";
+        seen->status = st;
+        if (!peer_fails && (st != STRATA_OK || !sum_arrived(*gpu, recv, &host)))
+            err = "the nonblocking allreduce's result";
         strata_request_free(req);
     }
     gpu->release(send);
@@ -130,12 +142,14 @@ void one_rank(ThreadJob &job, int rank, int stream_flags, std::atomic<int> *star
     strata_team_destroy(team);
 }
 
-std::vector<Seen> run_job(int stream_flags) {
+std::vector<Seen> run_job(int stream_flags, bool peer_fails = false) {
     IpcSelf self;
     ThreadJob job(kRanks);
     std::vector<Seen> seen(kRanks);
     std::atomic<int> started{0}, looked{0};
-    job.run([&](int rank) { one_rank(job, rank, stream_flags, &started, &looked, &seen[size_t(rank)]); });
+    job.run([&](int rank) {
+        one_rank(job, rank, stream_flags, peer_fails, &started, &looked, &seen[size_t(rank)]);
+    });
     return seen;
 }
 
@@ -161,6 +175,59 @@ TEST(StreamFlags, WithStreamFlagsOffTheStartedCallWaitsForHostProgress) {
         EXPECT_EQ(s.error, "");
         EXPECT_FALSE(s.without_progress) << "the host path completed with no host progress";
     }
+}
+
+
+// A node peer that gives up a chained call drains its stream by raising the flags its
+// stream waits for, node peers' flags, which can let a third rank's stream through
+// into slots never written (engine.cc, drain_lane). So a chained call that completes
+// is checked against its node peers' failures (Team::check_chained_run): here rank 1
+// fails the call after both streams ran it, and rank 0's request, tested only then,
+// must end with the peer's failure, not as a result.
+TEST(StreamFlags, AChainedCallThatANodePeerGaveUpEndsWithItsFailure) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    const std::vector<Seen> seen = run_job(STRATA_STREAM_FLAGS_AUTO, true);
+    EXPECT_EQ(seen[0].error, "");
+    EXPECT_TRUE(seen[0].without_progress);
+    EXPECT_EQ(seen[0].status, STRATA_ERR_PEER) << "a call a node peer gave up ended as a result";
+}
+
+// Which waits go on the lane: only one whose kind of flag this rank signalled to at
+// least its value earlier in build order (engine.cc, choose_lane_steps). Two local
+// ranks' flags laid out as the node's segment lays them out (a line per flag, kinds
+// side by side); this rank copies its input, raises its READY, then waits for the
+// peer's READY (same kind: on the lane) and for the peer's SLICE (no SLICE of its own
+// raised yet: with the host, or every rank's stream would wait for a SLICE queued
+// behind that wait). Needs no GPU: the plan only looks at the steps.
+TEST(StreamFlags, OnlyAWaitOfAKindThisRankSignalledGoesOnTheLane) {
+    constexpr size_t kLineWords = 8, kKinds = 8;
+    std::vector<uint64_t> seg(2 * kKinds * kLineWords + kLineWords, 0);
+    auto flag = [&seg](int local, int kind) { return &seg[(size_t(local) * kKinds + size_t(kind)) * kLineWords]; };
+    const strata::FlagKinds kinds{reinterpret_cast<uintptr_t>(flag(0, 0)), kKinds * kLineWords * sizeof(uint64_t)};
+    EXPECT_EQ(kinds.of(flag(0, 1)), kinds.of(flag(1, 1)));
+    EXPECT_NE(kinds.of(flag(0, 0)), kinds.of(flag(1, 1)));
+    strata::MemDomain &dom = strata::host_domain();
+    std::vector<char> in(64, 1), out(64, 0), more(64, 0);
+    strata::Schedule s;
+    const strata::StepId copied = s.copy(dom, out.data(), in.data(), in.size());
+    const strata::StepId ready = s.signal(flag(0, 0), 1, {copied});
+    const strata::StepId peer_ready = s.wait(flag(1, 0), 1, {ready});
+    const strata::StepId peer_slice = s.wait(flag(1, 1), 1, {ready});
+    s.copy(dom, more.data(), out.data(), out.size(), {peer_ready, peer_slice});
+    const std::vector<uint8_t> lane = s.lane_plan(&dom, &dom, kinds);
+    ASSERT_EQ(lane.size(), s.size());
+    EXPECT_EQ(lane[copied], 1);
+    EXPECT_EQ(lane[ready], 1);
+    EXPECT_EQ(lane[peer_ready], 1) << "a wait for a kind this rank raised first";
+    EXPECT_EQ(lane[peer_slice], 0) << "a wait for a kind this rank has not raised went on the lane";
+    // Once this rank has raised its SLICE too, the same wait may go on the lane.
+    strata::Schedule t;
+    const strata::StepId c2 = t.copy(dom, out.data(), in.data(), in.size());
+    const strata::StepId r2 = t.signal(flag(0, 0), 1, {c2});
+    const strata::StepId s2 = t.signal(flag(0, 1), 1, {r2});
+    const strata::StepId w2 = t.wait(flag(1, 1), 1, {s2});
+    t.copy(dom, more.data(), out.data(), out.size(), {w2});
+    EXPECT_EQ(t.lane_plan(&dom, &dom, kinds)[w2], 1);
 }
 
 }  // namespace
