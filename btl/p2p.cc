@@ -146,6 +146,39 @@ Status BounceChannel::test(void *req, bool *done) {
     return STRATA_OK;
 }
 
+// A receive's host-to-device copy goes on the run's lane instead of the domain's stream,
+// so that no event of its own is polled: its buffer is the channel's again once the
+// run says the lane passed it (finish_queued).
+Status BounceChannel::test_recv_queued(void *req, bool *done, size_t expected, MemDomain &lane, bool *queued) {
+    Req *r = static_cast<Req *>(req);
+    *queued = false;
+    if (!r->recv || r->phase != Req::Phase::Transfer) return test_recv(req, done, expected);
+    *done = false;
+    bool arrived = false;
+    const Status st = inner_.test_recv(r->inner, &arrived, r->bytes);
+    if (st != STRATA_OK) {
+        drop(r);
+        return st;
+    }
+    if (!arrived) return STRATA_OK;
+    if (r->bytes == 0) {  // an empty message (alltoallv): nothing to copy
+        drop(r);
+        *done = true;
+        return STRATA_OK;
+    }
+    const Status copied = lane.copy(r->user, r->bounce.ptr, r->bytes, nullptr);
+    if (copied != STRATA_OK) {
+        drop(r);
+        return copied;
+    }
+    r->phase = Req::Phase::Queued;
+    *done = true;
+    *queued = true;
+    return STRATA_OK;
+}
+
+void BounceChannel::finish_queued(void *req) { drop(static_cast<Req *>(req)); }
+
 // A given-up send may still be read by the inner channel; its buffer goes back to the
 // free list all the same, since only a failed call cancels, and a team whose call
 // failed takes no more calls (team_calls.cc).
@@ -154,7 +187,7 @@ void BounceChannel::cancel(void *req, bool recv) {
     (void)recv;  // r knows
     if (r->phase == Req::Phase::Transfer) {
         inner_.cancel(r->inner, r->recv);
-    } else {
+    } else if (r->phase == Req::Phase::Copy) {
         bool done = false;
         while (dom_.poll(&r->ticket, &done) == STRATA_OK && !done) {
         }

@@ -10,6 +10,8 @@
 //    the inner send starts, the host-to-device copy after the inner receive ends.
 //    Messages are independent requests, so one message's copy overlaps another's
 //    transfer (a pipeline's segments are separate messages).
+//    In a run chained on a lane (src/engine.h) a receive's copy goes on the lane
+//    instead (test_recv_queued): no event of its own to poll.
 // Channels of other kinds (UCX: btl/ucx_channel.cc) implement this interface and are
 // registered in btl/channels.h, which the team asks which one its schedules run over.
 #ifndef STRATA_BTL_P2P_H
@@ -39,6 +41,18 @@ public:
         (void)expected;
         return test(req, done);
     }
+    // A run chained on a lane (src/engine.h): test_recv(), except that where the data
+    // still needs a copy of the channel's own to reach buf (the bounce channel's
+    // host-to-device copy), that copy may be queued on lane and the receive reported
+    // done at once with *queued set: the lane's later work follows it in stream order.
+    // req then stays the channel's until finish_queued(req), once the lane has passed
+    // the copy (the run saw the batch queued after it complete, or drained the lane).
+    virtual Status test_recv_queued(void *req, bool *done, size_t expected, MemDomain &lane, bool *queued) {
+        (void)lane;
+        *queued = false;
+        return test_recv(req, done, expected);
+    }
+    virtual void finish_queued(void *req) { (void)req; }
     // Gives up a transfer test() has not completed: nothing of it touches memory after.
     virtual void cancel(void *req, bool recv) = 0;
     // Moves the transfers on. test() only looks (a transport may leave progress to
@@ -78,6 +92,8 @@ public:
     Status isend(const void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status irecv(void *buf, size_t bytes, int peer, int tag, void **req) override;
     Status test(void *req, bool *done) override;
+    Status test_recv_queued(void *req, bool *done, size_t expected, MemDomain &lane, bool *queued) override;
+    void finish_queued(void *req) override;
     void cancel(void *req, bool recv) override;
     void progress() override { inner_.progress(); }
     const char *name() const override { return "bounce"; }
@@ -89,7 +105,7 @@ private:
     };
     struct Req {
         bool recv;
-        enum class Phase { Copy, Transfer } phase;
+        enum class Phase { Copy, Transfer, Queued } phase;  // Queued: its copy is on a run's lane
         void *user;     // the device buffer
         size_t bytes;
         int peer, tag;

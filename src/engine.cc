@@ -274,11 +274,22 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
             break;
         case Kind::Send:
         case Kind::Recv: {
-            const Status st = s.kind == Kind::Recv ? ch.test_recv(s.req, &done, s.n) : ch.test(s.req, &done);
+            // Chained with sends and receives (no waits on the lane): a receive's own copy
+            // into device memory may go on the lane (P2PChannel::test_recv_queued).
+            const bool onto_lane = s.kind == Kind::Recv && run_.chained && !run_.lane_waits;
+            bool queued = false;
+            const Status st = s.kind == Kind::Send ? ch.test(s.req, &done)
+                              : onto_lane          ? ch.test_recv_queued(s.req, &done, s.n, *chain_lane_, &queued)
+                                                   : ch.test_recv(s.req, &done, s.n);
             if (st != STRATA_OK) {
                 s.req = nullptr;  // released by the channel
                 s.state = State::Done;
                 return st;
+            }
+            if (queued) {
+                queued_by_channel(static_cast<StepId>(&s - steps_.data()));
+                *moved = true;
+                return STRATA_OK;
             }
             break;
         }
@@ -501,6 +512,7 @@ Status Schedule::pass(bool *moved) {
             continue;
         }
         STRATA_CHECK(advance(s, *r.ch, moved));
+        if (r.on_lane[id]) continue;  // a receive whose channel queued its copy on the lane
         if (s.state != State::Done) {
             if (s.kind == Kind::Wait) r.note_unreached(s.flag, num_.base + s.value);
             r.next.push_back(id);
@@ -627,6 +639,28 @@ bool Schedule::queued_or_done(const Step &s) const {
     return s.state == State::Done || (s.state == State::Started && run_.on_lane[&s - steps_.data()]);
 }
 
+// Receive id arrived and its channel queued the copy into its buffer on the lane: from
+// now on it is a lane step queued in the current batch (its lane dependents may be
+// queued behind it; its host dependents wait for the batch, as after any lane step).
+void Schedule::queued_by_channel(StepId id) {
+    Run &r = run_;
+    r.on_lane[id] = 1;
+    r.queued.push_back(id);
+    r.batch_works = true;
+    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
+        if (r.on_lane[r.dependents[k]]) lane_dep_met(r.dependents[k]);
+}
+
+// A lane step is done: a receive queued there by its channel gives its request back.
+void Schedule::lane_step_done(StepId id) {
+    Step &s = steps_[id];
+    s.state = State::Done;
+    if (s.kind == Kind::Recv && s.req != nullptr) {
+        run_.ch->finish_queued(s.req);
+        s.req = nullptr;
+    }
+}
+
 // Queues step id on the lane (a skipped branch's step and a join queue nothing).
 Status Schedule::queue(StepId id, bool *moved) {
     Step &s = steps_[id];
@@ -689,7 +723,7 @@ Status Schedule::issue_chained(bool *moved) {
             return STRATA_OK;
         }
         for (size_t q = from; q < r.batched; ++q) {
-            steps_[r.queued[q]].state = State::Done;
+            lane_step_done(r.queued[q]);
             release(r.queued[q]);
         }
         return issue_chained(moved);
@@ -712,7 +746,7 @@ Status Schedule::poll_batches(bool *moved) {
         const Run::Batch b = r.batches.front();
         r.batches.erase(r.batches.begin());
         for (size_t q = b.first; q < b.last; ++q) {
-            steps_[r.queued[q]].state = State::Done;
+            lane_step_done(r.queued[q]);
             release(r.queued[q]);
         }
         *moved = true;
@@ -744,7 +778,7 @@ void Schedule::drain_lane() {
     if (chain_lane_->mark(&end) == STRATA_OK) wait_ticket(*chain_lane_, &end);
     for (Run::Batch &b : r.batches) wait_ticket(*chain_lane_, &b.end);  // returns their events
     r.batches.clear();
-    for (StepId id : r.queued) steps_[id].state = State::Done;
+    for (StepId id : r.queued) lane_step_done(id);
 }
 
 // After kSpinsBeforeYield passes without progress the caller is told it may yield

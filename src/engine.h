@@ -25,7 +25,9 @@
 // issued them one by one, so a node's next segment still overlaps the network's
 // transfer of the one before. Nothing on the lane then waits for anything outside
 // it, so the stream always runs dry; the host keeps the flag waits, the sends and the
-// receives, and polls one event per batch instead of one per kernel.
+// receives, and polls one event per batch instead of one per kernel. A receive whose
+// channel copies it into device memory itself (the bounce channel) has that copy
+// queued on the lane once the message arrived, and joins the batch as a lane step.
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
@@ -245,6 +247,8 @@ private:
     Status poll_batches(bool *moved);
     void release(StepId id);
     void lane_dep_met(StepId id);
+    void queued_by_channel(StepId id);
+    void lane_step_done(StepId id);
     void drain_lane();
     void report_stall(const std::vector<StepId> &active) const;
 
