@@ -261,7 +261,7 @@ Status Team::check_chained_run() {
     int who = -1;
     const char *how = "";
     if (!peer_failed(&failed, &who, &how)) return STRATA_OK;
-    return peer_failure(failed, who, how, "its node flags may have been raised for a drained stream");
+    return peer_failure(failed, who, how, "this rank's stream may have read what that rank never wrote");
 }
 
 Status Team::idle(const Schedule &s, const std::vector<StepId> &waiting, double stalled) {
