@@ -55,19 +55,21 @@ chroot_enter() {
 
 # chroot_bootstrap ROOT SUITE MIRROR LOG STAMP [CMD...]: makes ROOT with
 # debootstrap --variant=minbase, then runs CMD inside it (packages, sources), and
-# stamps it. Only ever removes what it made (stamped, or a debootstrap left half way).
+# stamps it. Only ever removes what it made (stamped, or marked .strata-making until then).
 # Returns 0, 77 when there is no network to fetch from (CHROOT_WHY says so), 1 on any
 # other failure (the log's last lines on stderr).
 chroot_bootstrap() {
     local root=$1 suite=$2 mirror=$3 log=$4 stamp=$5 rc; shift 5
     CHROOT_WHY=
     mkdir -p "$(dirname "$root")"
-    if { [ -d "$root" ] && [ -n "$(ls -A "$root" 2>/dev/null)" ] &&
-         [ ! -f "$root/.strata-ready" ] && [ ! -d "$root/debootstrap" ]; } || [ "$(readlink -f "$root")" = / ]; then
+    if { [ -d "$root" ] && [ -n "$(ls -A "$root" 2>/dev/null)" ] && [ ! -f "$root/.strata-ready" ] &&
+         [ ! -f "$root/.strata-making" ] && [ ! -d "$root/debootstrap" ]; } || [ "$(readlink -f "$root")" = / ]; then
         CHROOT_WHY="$root exists and was not made by these scripts; not touching it"
         return 1
     fi
     rm -rf "$root"
+    # marked as ours until stamped, so that a making stopped at any point is made again
+    mkdir -p "$root" && : >"$root/.strata-making" || { CHROOT_WHY="cannot write $root"; return 1; }
     { debootstrap --variant=minbase "$suite" "$root" "$mirror" && { [ $# -eq 0 ] || chroot_enter "$root" 50% "" "$@"; }
     } >"$log" 2>&1
     rc=$?
@@ -81,7 +83,7 @@ chroot_bootstrap() {
         CHROOT_WHY="debootstrap or the commands after it failed (see $log)"
         return 1
     fi
-    echo "$stamp" >"$root/.strata-ready"
+    echo "$stamp" >"$root/.strata-ready" && rm -f "$root/.strata-making"
 }
 
 # chroot_copy_source SRC DEST: a clean copy of SRC's tracked (and new, unignored)
