@@ -51,7 +51,7 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->check_args = STRATA_CHECK_ARGS_NODES;
     cfg->lazy_calls = 4;
     cfg->rules_file = nullptr;
-    cfg->setup_at_creation = 0;
+    cfg->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
     cfg->host_handback = 1;
     cfg->p2p_channel = nullptr;
     // Off by default: a started call's lane waits for its node peers, so an application

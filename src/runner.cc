@@ -340,6 +340,12 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
+    } else if (!start.by_stack && team.own_comm_due()) {
+        // The stack's tags on the communicator could come near strata's: the team moves
+        // to a communicator of its own, begun in this call (in the application's order)
+        // and made in steps; this call and the next wait for it in the queue.
+        team.start_setup_steps();
+        return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (team.agrees_calls() && team.hands_back_queued() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,
         // type or op (the rules, a missing GPU kernel), as a blocking call is before.

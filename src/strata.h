@@ -124,6 +124,13 @@ typedef struct strata_transport {
      * own collectives). Both NULL: messages stay on the team's communicator. */
     int (*open_private)(void *ctx, void **req);
     void (*private_done)(void *ctx, int ok);
+    /* Nonzero when the team's messages must move to a communicator of their own at
+     * this call: the stack's own tags on the communicator could come near strata's
+     * (Open MPI: its nonblocking collectives' tag counter has walked far from its
+     * start, or a component that takes tags from below is loaded). Read at a call's
+     * start, where the stack's own matching needs the value alike on every rank.
+     * NULL: always (the team makes its communicator at its first blocking call). */
+    int (*own_comm_due)(void *ctx);
     /* Progresses the stack's outstanding work (Open MPI: opal_progress, which also
      * runs strata_progress), called while a call waits: strata's own requests, and
      * the stack's nonblocking collectives a peer may be waiting for, advance. May be
@@ -150,6 +157,15 @@ typedef enum strata_stream_flags {
     STRATA_STREAM_FLAGS_OFF = 0,  /* the host signals and waits for every flag */
     STRATA_STREAM_FLAGS_AUTO = 1  /* the stream, where every rank's GPU can */
 } strata_stream_flags_t;
+
+/* coll_strata_setup_at_creation: which communicators are set up as they are made. */
+typedef enum strata_setup_at_creation {
+    STRATA_SETUP_AT_CREATION_OFF = 0,  /* none: at the first call (a nonblocking one sets up in steps) */
+    STRATA_SETUP_AT_CREATION_ON = 1,   /* every one */
+    /* every one that will not take the GPU path; one whose ranks all have a GPU makes
+     * its GPU regions only at its first call (the default) */
+    STRATA_SETUP_AT_CREATION_HOST = 2
+} strata_setup_at_creation_t;
 
 /* coll_strata_check_args: where every call's arguments are agreed before it runs.
  * A one-node team compares its ranks' signatures in its shared segment at each call's
@@ -183,7 +199,7 @@ typedef struct strata_config {
     int check_args;                 /* strata_check_args_t: agree count x signature, op and root before each call */
     int lazy_calls;                 /* small calls a new team hands back before it sets up */
     const char *rules_file;         /* algorithm rules (docs/rules.md), read at team creation; NULL: built-in rules only */
-    int setup_at_creation;          /* the glue sets a team up when its communicator is made (strata_team_setup) */
+    int setup_at_creation;          /* strata_setup_at_creation_t: the glue sets a team up when its communicator is made (strata_team_setup) */
     int host_handback;              /* host-memory teams: the built-in host rules hand small calls back (rules.h) */
     int opt_out;                    /* this rank's communicator says strata=off (info key): setup agrees, and
                                        every rank hands its calls back when any rank opted out */

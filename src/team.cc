@@ -135,11 +135,14 @@ Status Team::ensure_setup(bool blocking_call) {
     ++setup_calls_;
     const bool ask_again = recheck_gpus_ && (setup_calls_ & (setup_calls_ - 1)) == 0;
     if (setup_ == Setup::Failed || (setup_ == Setup::Off && !ask_again)) return STRATA_FALLBACK;
-    // Every message from here on goes over the team's own communicator. A team set up
-    // while its communicator was made (coll_strata_setup_at_creation, inside the stack's
-    // progress loop, where no communicator can be made) moves there at its first
-    // blocking call.
-    if (blocking_call) STRATA_CHECK(open_private());
+    // Messages go over the communicator itself while nothing of strata's stays posted on
+    // it between calls and the stack's own tags on it are far from strata's (own_comm_due,
+    // read at the call's start: alike on every rank), and over the team's own
+    // communicator from the first blocking call where that no longer holds. A setup in
+    // steps makes it at once: a call it hands back runs there. (A team set up while its
+    // communicator was made, inside the stack's progress loop where no communicator can
+    // be made, has none until such a call.)
+    if (blocking_call && (stepped_ || own_comm_due())) STRATA_CHECK(open_private());
     if (setup_ == Setup::Ready && !ask_again) return STRATA_OK;
 
     // One allgather tells every rank the node keys, which ranks have a GPU, which
@@ -181,6 +184,15 @@ Status Team::ensure_setup(bool blocking_call) {
             log(1, "every rank has a GPU now: rank %d runs schedules in %s memory", rank_,
                 device() ? "GPU" : "host");
         }
+        return STRATA_OK;
+    }
+    // coll_strata_setup_at_creation=auto: a team that will take the GPU path makes its
+    // GPU regions (device_segment_size per rank) at its first call, so that only
+    // communicators that make calls hold them. Agreed: every rank saw the same bits.
+    if (!blocking_call && setup_ == Setup::NotYet && gpu_ranks == size_ && cfg_.device_path == STRATA_DEVICE_PATH_GPU &&
+        cfg_.setup_at_creation == STRATA_SETUP_AT_CREATION_HOST) {
+        if (rank_ == 0)
+            log(2, "every rank has a GPU: this communicator sets up at its first call (coll_strata_setup_at_creation=auto)");
         return STRATA_OK;
     }
     layout_ = make_layout(rank_, keys, cfg_.node_size);
@@ -241,8 +253,12 @@ Status Team::ensure_setup(bool blocking_call) {
     // (STRATA_FALLBACK too: a GPU team whose GPU path failed and whose node could not
     // then spare the host slots)
     if (const Status st = agree_device(gpu_ranks == size_); st != STRATA_OK) return st;
+    // A team of two nodes or more keeps a receive posted between its calls (failure
+    // notices): only ever on its own communicator, made now at a blocking call (after a
+    // setup at creation, at the first call; own_comm_due).
+    if (blocking_call && own_comm_due()) STRATA_CHECK(open_private());
     setup_ = Setup::Ready;
-    post_inbox();
+    if (!own_comm_due()) post_inbox();
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
            "schedules in %s memory%s, point-to-point over %s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),

@@ -165,6 +165,14 @@ public:
     // set up at creation), or the transport makes none. Alike on every rank where a
     // queued call is decided: a blocking call drains the queue before it makes it.
     bool hands_back_queued() const { return private_ || tp_.open_private == nullptr; }
+    // Whether this call must move the team's messages to its own communicator: not made
+    // yet, and the team spans nodes (a receive of failure notices stays posted between
+    // its calls) or the stack says its own tags could come near strata's
+    // (strata_transport_t::own_comm_due).
+    bool own_comm_due() const {
+        return !private_ && tp_.open_private != nullptr && tp_.private_done != nullptr &&
+               (layout_.nnodes() > 1 || tp_.own_comm_due == nullptr || tp_.own_comm_due(tp_.ctx) != 0);
+    }
 
     // This rank fails the current call (begun or not): node peers see it in the shared
     // segment at once, ranks on other nodes by a notice; the team takes no more calls.

@@ -42,7 +42,7 @@ typedef struct mca_coll_strata_component_t {
     double timeout;         /* seconds without progress before a call fails; 0: none */
     int check_args;         /* strata_check_args_t: agree size, type, op and root before calls */
     int lazy_calls;         /* small calls a new communicator hands back before setup */
-    bool setup_at_creation; /* set a communicator up when it is made */
+    int setup_at_creation;  /* strata_setup_at_creation_t: set a communicator up when it is made */
     bool host_handback;     /* host-memory teams: built-in host rules hand small calls back */
     char *p2p_channel;      /* point-to-point channel kind (btl/channels.h): auto, transport, ucx */
     bool progress_thread;   /* a thread progresses nonblocking calls (MPI_THREAD_MULTIPLE) */
@@ -86,6 +86,7 @@ typedef struct mca_coll_strata_module_t {
      * is where a pending duplicate lands; one given up is left to Open MPI. */
     struct ompi_communicator_t *wire;
     struct ompi_communicator_t **wire_slot;
+    int32_t nbc_tag_seen;               /* comm's nonblocking tag counter at the last call */
     size_t *rs_counts;                  /* reduce_scatter scratch, comm size entries */
     /* The count arrays of allgather(v) and alltoall(v) calls (MCA_COLL_STRATA_COUNTS_*),
      * made at a communicator's first such call and kept: a blocking collective is one

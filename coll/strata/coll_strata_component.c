@@ -234,6 +234,10 @@ static void check_ranges(void)
         warn_range("check_args", "(a number)", "auto, true, false", "auto");
         cs->check_args = STRATA_CHECK_ARGS_NODES;
     }
+    if (cs->setup_at_creation < STRATA_SETUP_AT_CREATION_OFF || cs->setup_at_creation > STRATA_SETUP_AT_CREATION_HOST) {
+        warn_range("setup_at_creation", "(a number)", "auto, true, false", "auto");
+        cs->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
+    }
     if (cs->stream_flags != STRATA_STREAM_FLAGS_OFF && cs->stream_flags != STRATA_STREAM_FLAGS_AUTO) {
         warn_range("stream_flags", "(a number)", "auto, 0", "auto");
         cs->stream_flags = STRATA_STREAM_FLAGS_AUTO;
@@ -349,7 +353,7 @@ static void take_core_defaults(mca_coll_strata_component_t *cs, const strata_con
     cs->timeout = d->timeout;
     cs->check_args = d->check_args;
     cs->lazy_calls = d->lazy_calls;
-    cs->setup_at_creation = 0 != d->setup_at_creation;
+    cs->setup_at_creation = d->setup_at_creation;
     cs->host_handback = 0 != d->host_handback;
     cs->p2p_channel = (char *) (NULL != d->p2p_channel ? d->p2p_channel : "auto");   /* copied, as shm_dir */
     mca_coll_strata_rules_file = (char *) d->rules_file;   /* copied by registering, as shm_dir */
@@ -520,15 +524,24 @@ static int mca_coll_strata_register(void)
         "cost what they cost without strata; 0 sets up at the first call",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->lazy_calls);
-    (void) mca_base_component_var_register(c, "setup_at_creation",
-        "Set strata up on a communicator when it is made (a collective step of its "
-        "creation: shared memory, the GPU path) instead of at its first blocking call. "
-        "strata serves nonblocking and persistent calls only on a communicator that is set "
-        "up, since setting up is an agreement a nonblocking call must not wait for: turn "
-        "this on for programs whose collectives are all nonblocking. Costs one allgather "
-        "per new communicator, and shared memory for every one with ranks sharing a node",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &cs->setup_at_creation);
+    {
+        static const mca_base_var_enum_value_t at_creation[] = {
+            { STRATA_SETUP_AT_CREATION_HOST, "auto" }, { STRATA_SETUP_AT_CREATION_ON, "true" },
+            { STRATA_SETUP_AT_CREATION_OFF, "false" }, { 0, NULL }
+        };
+        register_enum_var(c, "setup_at_creation",
+            "Set strata up on a communicator when it is made (a collective step of its "
+            "creation: its agreements, shared memory, the GPU path) instead of at its first "
+            "call, so that a new communicator costs no communicator of strata's own and its "
+            "first calls, nonblocking ones too, are decided as they start. auto: every "
+            "communicator that will not take the GPU path (one whose ranks all have a GPU "
+            "sets up at its first call, so that only communicators that make calls hold GPU "
+            "regions); true: every one; false: none (a first nonblocking call then sets up "
+            "in steps and makes a communicator of strata's own). Costs one allgather per "
+            "new communicator, and with host buffers an agreement and shared memory for "
+            "every one with ranks sharing a node",
+            at_creation, OPAL_INFO_LVL_5, &cs->setup_at_creation);
+    }
     cs->progress_thread = false;
     (void) mca_base_component_var_register(c, "progress_thread",
         "Start a thread that progresses strata's nonblocking and persistent collectives "
@@ -660,7 +673,7 @@ void mca_coll_strata_fill_config(strata_config_t *cfg)
     cfg->timeout = cs->timeout > 0 ? cs->timeout : 0;
     cfg->check_args = cs->check_args;
     cfg->lazy_calls = cs->lazy_calls;
-    cfg->setup_at_creation = cs->setup_at_creation ? 1 : 0;
+    cfg->setup_at_creation = cs->setup_at_creation;
     cfg->host_handback = cs->host_handback ? 1 : 0;
     cfg->p2p_channel = (NULL != cs->p2p_channel && '\0' != cs->p2p_channel[0]) ? cs->p2p_channel : NULL;
     cfg->rules_file = (NULL != mca_coll_strata_rules_file && '\0' != mca_coll_strata_rules_file[0])

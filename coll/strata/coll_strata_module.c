@@ -312,7 +312,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *module,
     }
     /* Set up now, a step of the communicator's creation that every rank takes (the
      * previous modules, which the setup's agreements run on, are in place). */
-    if (cfg.setup_at_creation) {
+    if (STRATA_SETUP_AT_CREATION_OFF != cfg.setup_at_creation) {
         st = strata_team_setup(m->team);
         if (STRATA_OK != st && STRATA_FALLBACK != st) {
             opal_output_verbose(1, mca_coll_strata_component.output,

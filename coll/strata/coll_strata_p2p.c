@@ -2,10 +2,13 @@
 /*
  * coll_strata_p2p.c - the transport callbacks the core uses on this communicator.
  *
- * Every message goes over the team's own communicator: a duplicate of the
- * communicator, made at the team's setup (at the first blocking call of a team set up
- * at its creation), which nothing but strata sends on. Tags alone cannot keep strata's
- * messages apart from Open MPI's own on the communicator itself:
+ * Messages go over the communicator itself until they might meet Open MPI's own
+ * there, and from then on over the team's own communicator: a duplicate of the
+ * communicator, made when the core asks (Team::own_comm_due: a team across nodes at
+ * its setup or first call, a setup in steps, a team in one node once libnbc's counter
+ * has walked far, own_comm_due below), which nothing but strata sends on. Tags alone
+ * cannot keep strata's messages apart from Open MPI's own on the communicator itself
+ * for ever:
  *  - 4.1 and 5.0 hand out every negative tag already: coll/base's blocking algorithms
  *    -10..-27, libnbc one per nonblocking collective counting down from -28 to
  *    -(INT_MAX/2)+1 and then wrapping, 5.0's neighborhood collectives, hcoll and UCC
@@ -16,10 +19,8 @@
  *    a strata message or the reverse.
  * A communicator of its own has its own matching context (ob1 and ucx match the
  * context id first), so no tag of anyone's can meet strata's there, for the life of
- * a job of any length. Until it is made (the setup's first exchange of a team set up
- * at creation, inside the communicator's making, where no other communicator can be
- * made) messages use the communicator itself; it is brand new then, and libnbc's
- * counter on it starts at -28, far from the tags below.
+ * a job of any length. Until it is made messages use the communicator itself, while
+ * libnbc's counter on it (from -28) is far from the tags below.
  *
  * Tag range. The core uses tags 0..STRATA_TAG_SPACE-1; they become
  * MCA_COLL_STRATA_TAG_BASE - tag = [-(2^22) - STRATA_TAG_SPACE + 1, -(2^22)].
@@ -40,12 +41,20 @@
 
 #include <stdlib.h>
 
+#include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/request/request.h"
 #include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
+/* How far libnbc's counter may walk before a team's messages leave the communicator:
+ * about a quarter of the way to strata's tags. */
+#define MCA_COLL_STRATA_TAG_WALK (1 << 20)
+#if MCA_COLL_BASE_TAG_NONBLOCKING_BASE - MCA_COLL_STRATA_TAG_BASE < 3 * MCA_COLL_STRATA_TAG_WALK
+#error "libnbc's tags start too near strata's for MCA_COLL_STRATA_TAG_WALK"
+#endif
 #if (-(1 << 23) + 1) > (MCA_COLL_STRATA_TAG_BASE - STRATA_TAG_SPACE + 1) || MCA_COLL_STRATA_TAG_BASE > -28
 #error "strata tags must stay within [-(2^23)+1, -28] (pml/ucx keeps 24 bits; coll/base uses -10..-27)"
 #endif
@@ -241,6 +250,44 @@ static void mca_coll_strata_private_done(void *ctx, int ok)
     m->wire_slot = NULL;
 }
 
+/* Whether a component that numbers its messages below libnbc's tags (hcoll) is
+ * loaded: its counter cannot be read, so teams make their communicator at once. */
+static int tags_taken_from_below(void)
+{
+    static int known = -1;
+    mca_base_component_list_item_t *cli;
+
+    if (known < 0) {
+        known = 0;
+        OPAL_LIST_FOREACH(cli, &ompi_coll_base_framework.framework_components, mca_base_component_list_item_t) {
+            if (0 == strcmp(cli->cli_component->mca_component_name, "hcoll")) {
+                known = 1;
+            }
+        }
+    }
+    return known;
+}
+
+/* The team may keep its messages on the communicator itself while libnbc's counter
+ * (c_nbc_tag, one tag or more per nonblocking collective on it, the same on every
+ * rank at the same call, as libnbc's own matching needs) is far from strata's range:
+ * from MCA_COLL_BASE_TAG_NONBLOCKING_BASE it walks down to strata's tags after about
+ * 4.2 million collectives (under pml/ucx, which keeps 23 bits, as well). Due once it
+ * has walked MCA_COLL_STRATA_TAG_WALK (about a million), or wrapped since the last
+ * call. The core asks only for a team in one node, which keeps nothing posted between
+ * its calls: one of its calls outstanding while 3 million other nonblocking
+ * collectives start on the communicator could still meet one (docs/design.md). */
+static int mca_coll_strata_own_comm_due(void *ctx)
+{
+    mca_coll_strata_module_t *m = (mca_coll_strata_module_t *) ctx;
+    const int32_t now = m->comm->c_nbc_tag;
+    const int wrapped = now > m->nbc_tag_seen;
+
+    m->nbc_tag_seen = now;
+    return wrapped || tags_taken_from_below() ||
+           (int64_t) MCA_COLL_BASE_TAG_NONBLOCKING_BASE - (int64_t) now >= MCA_COLL_STRATA_TAG_WALK;
+}
+
 void mca_coll_strata_wire_release(mca_coll_strata_module_t *m)
 {
     if (NULL == m->wire) {
@@ -264,6 +311,8 @@ void mca_coll_strata_transport_init(mca_coll_strata_module_t *m, strata_transpor
     t->progress = mca_coll_strata_progress;
     t->open_private = mca_coll_strata_open_private;
     t->private_done = mca_coll_strata_private_done;
+    t->own_comm_due = mca_coll_strata_own_comm_due;
+    m->nbc_tag_seen = m->comm->c_nbc_tag;
     /* Whether the PML takes GPU memory: the Open MPI build and its settings decide,
      * the same on every rank of a job (coll_strata_compat.h; Debian's is not). */
     t->device_capable = mca_coll_strata_stack_cuda_aware();

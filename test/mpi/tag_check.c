@@ -14,10 +14,16 @@
  * the same communicator. Every result is checked exactly; a hang is the failure the
  * old layout had (run it under a timeout).
  *
- * Usage: tag_check [-n COUNT] [-k ITERATIONS] [-t TAG]
+ * A team whose messages stay on the communicator itself (one node: nothing of its
+ * own stays posted between calls) moves them to a communicator of its own at its first
+ * call after the counter walked far; with -i that call is nonblocking (the move runs
+ * in steps, the call waits for it in the team's queue).
+ *
+ * Usage: tag_check [-n COUNT] [-k ITERATIONS] [-t TAG] [-i]
  *   -n  ints per allreduce (default 8192: above coll_strata_small_msg_size)
  *   -k  nonblocking barriers around the tag (default 33)
  *   -t  the tag to reach (default -(2^22) - 1023 * 4096, strata's old notice tag)
+ *   -i  the first allreduce after the walk is an MPI_Iallreduce
  * Prints "tag_check: PASS" on success.
  */
 #include <mpi.h>
@@ -62,19 +68,20 @@ static int check_allreduce(MPI_Comm comm, int *buf, int n, int round)
 
 int main(int argc, char **argv)
 {
-    int n = 8192, k = 33, opt, rank, bad = 0, all_bad = 0;
+    int n = 8192, k = 33, opt, rank, bad = 0, all_bad = 0, first_nonblocking = 0;
     long target = -(1L << 22) - 1023L * 4096L, reserved = 0, i;
     MPI_Comm comm;
     int *buf;
 
     MPI_Init(&argc, &argv);
-    while ((opt = getopt(argc, argv, "n:k:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:k:t:i")) != -1) {
         switch (opt) {
         case 'n': n = atoi(optarg); break;
         case 'k': k = atoi(optarg); break;
         case 't': target = atol(optarg); break;
+        case 'i': first_nonblocking = 1; break;
         default:
-            fprintf(stderr, "usage: tag_check [-n COUNT] [-k ITERATIONS] [-t TAG]\n");
+            fprintf(stderr, "usage: tag_check [-n COUNT] [-k ITERATIONS] [-t TAG] [-i]\n");
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -97,6 +104,23 @@ int main(int argc, char **argv)
         printf("tag_check: %ld tags reserved; the next nonblocking barriers take tags %ld .. %ld\n", reserved,
                NBC_TAG_BASE - reserved, NBC_TAG_BASE - reserved - k + 1);
         fflush(stdout);
+    }
+    if (first_nonblocking) {
+        int size, j;
+        MPI_Request r;
+        MPI_Comm_size(comm, &size);
+        for (j = 0; j < n; ++j) {
+            buf[j] = (rank + 1) * (j % 89);
+        }
+        MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_INT, MPI_SUM, comm, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        for (j = 0; j < n; ++j) {
+            if (buf[j] != size * (size + 1) / 2 * (j % 89)) {
+                fprintf(stderr, "MISMATCH rank %d iallreduce element %d: got %d\n", rank, j, buf[j]);
+                bad = 1;
+                break;
+            }
+        }
     }
     for (i = 0; i < k; ++i) {
         MPI_Request r;
