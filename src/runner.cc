@@ -340,10 +340,14 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
-    } else if (!start.by_stack && team.own_comm_due()) {
-        // The stack's tags on the communicator could come near strata's: the team moves
-        // to a communicator of its own, begun in this call (in the application's order)
-        // and made in steps; this call and the next wait for it in the queue.
+    } else if (!start.by_stack && (team.own_comm_due() || (team.agrees_calls() && !team.hands_back_queued()))) {
+        // The team moves to a communicator of its own, begun in this call (in the
+        // application's order) and made in steps; this call and the next wait for it in
+        // the queue. Due (the stack's tags could come near strata's, or the team spans
+        // nodes), or the call is agreed at the head of the queue, before any hand-back:
+        // one decided there runs on that communicator, in the queue's order (a hand-back
+        // at the start, by the rules on one rank's size alone, left its peers waiting
+        // for the agreement).
         team.start_setup_steps();
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (team.agrees_calls() && team.hands_back_queued() && !stack_call(start)) {
