@@ -291,7 +291,8 @@ Status Team::open_private() {
     tp_.private_done(tp_.ctx, st == STRATA_OK);
     if (st != STRATA_OK) return setup_failed(st, why);
     log(2, "rank %d: this communicator's strata messages go over a communicator of their own", rank_);
-    if (inbox) post_inbox();
+    // (A team set up already -- at its creation -- posts it here for the first time.)
+    if (inbox || setup_ == Setup::Ready) post_inbox();
     return STRATA_OK;
 }
 
