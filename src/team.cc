@@ -181,8 +181,8 @@ Status Team::ensure_setup(bool blocking_call) {
     if (setup_ == Setup::Ready) {  // asked again: only the GPU path can still come
         if (gpu_ranks == size_) {
             STRATA_CHECK(agree_device(true));
-            log(1, "every rank has a GPU now: rank %d runs schedules in %s memory", rank_,
-                device() ? "GPU" : "host");
+            if (device()) log_ready(" (every rank has a GPU now)");
+            else log(1, "every rank has a GPU now: rank %d runs schedules in host memory", rank_);
         }
         return STRATA_OK;
     }
@@ -259,14 +259,21 @@ Status Team::ensure_setup(bool blocking_call) {
     if (blocking_call && own_comm_due()) STRATA_CHECK(open_private());
     setup_ = Setup::Ready;
     if (!own_comm_due()) post_inbox();
+    log_ready("");
+    return STRATA_OK;
+}
+
+// The line that says how the team runs (verbose 1): at its setup, and again when the
+// GPU path comes later (a team set up before its ranks made their GPU contexts, such
+// as MPI_COMM_WORLD at MPI_Init).
+void Team::log_ready(const char *when) {
     log(1, "team ready: rank %d of %d, %d node(s), node %d has %d rank(s), segment %zu bytes, "
-           "schedules in %s memory%s, point-to-point over %s",
+           "schedules in %s memory%s, point-to-point over %s%s",
         rank_, size_, layout_.nnodes(), layout_.my_node(), layout_.my_local_size(),
         segment_bytes(), device() ? "GPU" : "host",
         !device() ? "" : direct_ ? ", device memory to point-to-point directly"
                                  : ", point-to-point staged through host",
-        channel().name());
-    return STRATA_OK;
+        channel().name(), when);
 }
 
 // Every rank makes the communicator at the same blocking call (setup, or the first

@@ -303,6 +303,7 @@ private:
     // open_private), once, at a blocking call: every later message is out of reach of
     // anything else the job sends. A no-op where the transport has none.
     Status open_private();
+    void log_ready(const char *when);  // the "team ready" line, verbose 1
 
     int rank_, size_, node_key_;
     strata_transport_t tp_;
