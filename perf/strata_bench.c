@@ -520,8 +520,8 @@ int main(int argc, char **argv)
     if (comms > 0) {
         /* --device: every rank has a GPU first, so the communicators made are GPU teams
          * (their calls still on host buffers, staged through the GPU), MPI_COMM_WORLD
-         * too: one blocking call on device buffers above coll_strata_small_msg_size sets
-         * it up, and the duplicates' communicator-id allreduces are then Open MPI's own
+         * too: set up for host memory at MPI_Init, it takes the GPU path at one blocking
+         * call on device buffers above coll_strata_small_msg_size, and the duplicates' communicator-id allreduces are then Open MPI's own
          * calls on a GPU team. */
         int sharing, st = on_device ? device_init(ctl, &sharing) : 0;
         if (on_device && st == 0) {

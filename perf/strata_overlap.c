@@ -28,9 +28,9 @@
  *   strata: a duplicate of MPI_COMM_WORLD (the component, when selected, serves it)
  *   base:   MPI_Comm_dup_with_info(MPI_COMM_WORLD, {"strata": "off"}), which the
  *           component hands to the module it replaced (libnbc, for nonblocking calls)
- * ratio = base pure / strata pure (> 1: strata faster). strata serves nonblocking
- * calls on a communicator once a blocking call has set it up; before measuring, each
- * side gets one nonblocking and one blocking 4-byte allreduce (untimed).
+ * ratio = base pure / strata pure (> 1: strata faster). Before measuring, each side
+ * gets one nonblocking and one blocking 4-byte allreduce (untimed), which keeps any
+ * setup out of the timing.
  *
  * --device puts the buffers in GPU memory (test/common/devbuf; exit 77 without a GPU).
  * strata gets them directly; the base side is host staging, as in strata_bench:
@@ -268,11 +268,9 @@ static result_t measure(const shape_t *s, const side_t *d, void *sb, void *rb, M
     return r;
 }
 
-/* strata serves nonblocking calls on a communicator that a blocking call has set up
- * (setup agrees among the ranks, which a nonblocking call must not wait for); until
- * then it hands them back. A nonblocking call asks for setup and the blocking call
- * after it does it, whatever its size, as an application's first blocking collective
- * would. Done on both sides, untimed. */
+/* A communicator is set up as it is made (coll_strata_setup_at_creation auto) or, one
+ * whose ranks all have a GPU, at its first call: in steps behind a nonblocking one,
+ * to its end by the blocking call after it. Done on both sides, untimed. */
 static void set_up(MPI_Comm comm)
 {
     int one = 1, sum = 0;

@@ -353,9 +353,6 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
     } else if (team.agrees_calls() && team.hands_back_queued() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,
         // type or op (the rules, a missing GPU kernel), as a blocking call is before.
-        // (A team set up at creation has no communicator yet to hand a queued call back
-        // on, until its first blocking call: it decides at the start, and the built call
-        // agrees at the head, where a mismatch fails it everywhere.)
         return queue_undecided(team, coll, args, start, keep.quiet);
     }
     return serve(team, coll, args, start, keep.quiet, nullptr);

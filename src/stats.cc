@@ -18,7 +18,7 @@ constexpr Named kHandBacks[STRATA_HANDBACK_COUNT] = {
     {"unsupported", "arguments strata does not take"},
     {"off", "strata is off on this communicator"},
     {"lazy_calls", "a small call before setup (coll_strata_lazy_calls)"},
-    {"not_set_up", "a nonblocking or persistent call before the communicator's first blocking one set it up"},
+    {"not_set_up", "a call Open MPI makes itself (numbering a new communicator) on a communicator not set up yet"},
     {"setting", "the collective is set to base"},
     {"rules_file", "a line of the rules file says base"},
     {"host_rules", "the built-in host rules (coll_strata_host_handback)"},

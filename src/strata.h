@@ -129,7 +129,8 @@ typedef struct strata_transport {
      * (Open MPI: its nonblocking collectives' tag counter has walked far from its
      * start, or a component that takes tags from below is loaded). Read at a call's
      * start, where the stack's own matching needs the value alike on every rank.
-     * NULL: always (the team makes its communicator at its first blocking call). */
+     * NULL: always due (the team makes its communicator at setup or its first call,
+     * in steps when that call is nonblocking). */
     int (*own_comm_due)(void *ctx);
     /* Progresses the stack's outstanding work (Open MPI: opal_progress, which also
      * runs strata_progress), called while a call waits: strata's own requests, and
@@ -254,8 +255,9 @@ typedef struct strata_team strata_team_t;
 
 /* Creates a team; communicates nothing. node_key must be equal on ranks that
  * share a node and differ otherwise (the glue uses the lowest rank of the node).
- * The transport is copied. Shared-memory setup happens lazily in the first
- * collective and its outcome is agreed by every rank. */
+ * The transport is copied. Shared-memory setup happens in strata_team_setup (the
+ * glue calls it as the communicator is made: coll_strata_setup_at_creation) or else
+ * in the first collective, and its outcome is agreed by every rank. */
 strata_status_t strata_team_create(int rank, int size, int node_key,
                                    const strata_transport_t *transport,
                                    const strata_config_t *cfg, strata_team_t **team);
@@ -334,8 +336,8 @@ strata_status_t strata_scatter(strata_team_t *team, const void *sendbuf, void *r
  * it must not call back into strata. NULL how: nonblocking, no callback.
  * Returns STRATA_OK with *req set (NULL: nothing to do, e.g. zero bytes; complete at
  * once, and at every start of a persistent call), STRATA_FALLBACK when the team does
- * not take it (its first blocking call sets a team up: until then nonblocking calls
- * are handed back; agreed, like every decision), or an error. A nonblocking call never
+ * not take it (agreed, like every decision: a team not set up yet sets up in steps
+ * behind the call, and only the stack's own calls are handed back there), or an error. A nonblocking call never
  * waits for another rank here. Calls on one team run in the order they are made, one
  * at a time; a blocking call on it first completes every queued one. */
 typedef struct strata_request strata_request_t;
@@ -409,7 +411,7 @@ typedef enum {
     STRATA_HANDBACK_OFF,           /* strata is off on the communicator (no GPU and host buffers off, strata=off,
                                       failed setup) */
     STRATA_HANDBACK_LAZY,          /* a small call before setup (coll_strata_lazy_calls) */
-    STRATA_HANDBACK_NOT_SET_UP,    /* a nonblocking or persistent call before the first blocking one set up */
+    STRATA_HANDBACK_NOT_SET_UP,    /* the stack's own call on a communicator not set up yet */
     STRATA_HANDBACK_SETTING,       /* coll_strata_<coll>_algorithm=base */
     STRATA_HANDBACK_RULES_FILE,    /* a rules file line says base */
     STRATA_HANDBACK_HOST_RULES,    /* the built-in host rules (coll_strata_host_handback) */

@@ -138,7 +138,8 @@ Status Team::ensure_setup(bool blocking_call) {
     // Messages go over the communicator itself while nothing of strata's stays posted on
     // it between calls and the stack's own tags on it are far from strata's (own_comm_due,
     // read at the call's start: alike on every rank), and over the team's own
-    // communicator from the first blocking call where that no longer holds. A setup in
+    // communicator from the first call (blocking, or nonblocking in steps: runner.cc)
+    // where that no longer holds. A setup in
     // steps makes it at once: a call it hands back runs there. (A team set up while its
     // communicator was made, inside the stack's progress loop where no communicator can
     // be made, has none until such a call.)
@@ -276,8 +277,8 @@ void Team::log_ready(const char *when) {
         channel().name(), when);
 }
 
-// Every rank makes the communicator at the same blocking call (setup, or the first
-// blocking call of a team set up at creation) after its queued calls completed, so no
+// Every rank makes the communicator at the same call (a blocking one, or in steps behind
+// a nonblocking one, when own_comm_due says so) after its queued calls completed, so no
 // message of the team is outstanding on either side of the move: a peer still in an
 // earlier call gets this rank's messages of that call on the old communicator, as it
 // posted them. The wait is strata's own, under coll_strata_timeout. A rank whose

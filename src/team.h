@@ -161,8 +161,9 @@ public:
     // whose progress may run on any thread (read without the team's lock).
     bool opening_private() const { return opening_private_.load(std::memory_order_acquire); }
     // Whether a call handed back at the head of the queue can run: the glue starts it on
-    // the team's own communicator (made at setup, or at the first blocking call of a team
-    // set up at creation), or the transport makes none. Alike on every rank where a
+    // the team's own communicator (made when due, own_comm_due: at setup, in a setup in
+    // steps, or at a later call; never for a one-node team whose tags stay far from the
+    // stack's), or the transport makes none. Alike on every rank where a
     // queued call is decided: a blocking call drains the queue before it makes it.
     bool hands_back_queued() const { return private_ || tp_.open_private == nullptr; }
     // Whether this call must move the team's messages to its own communicator: not made
@@ -300,7 +301,8 @@ private:
     Status claim_id(uint32_t proposed);  // team_id_: agreed and claimed on every rank (0: none)
     void drop_channel();                 // back to the wire, the id released
     // Moves the team's messages to a communicator of their own (strata_transport_t::
-    // open_private), once, at a blocking call: every later message is out of reach of
+    // open_private), once, at the same call on every rank when due (a blocking call, or
+    // in steps behind a nonblocking one): every later message is out of reach of
     // anything else the job sends. A no-op where the transport has none.
     Status open_private();
     void log_ready(const char *when);  // the "team ready" line, verbose 1

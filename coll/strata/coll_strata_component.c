@@ -518,10 +518,10 @@ static int mca_coll_strata_register(void)
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->timeout);
     (void) mca_base_component_var_register(c, "lazy_calls",
-        "How many small calls (at most small_msg_size bytes) a new communicator hands to "
-        "the component strata replaced before strata sets up its shared memory (a larger "
-        "call sets it up at once). Communicators that live for a few small calls then "
-        "cost what they cost without strata; 0 sets up at the first call",
+        "How many small blocking calls (at most small_msg_size bytes) a communicator not "
+        "set up at its creation (setup_at_creation: one whose ranks all have a GPU under "
+        "auto, every one under false) hands to the component strata replaced before "
+        "strata sets it up (a larger call sets it up at once); 0 sets up at the first call",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &cs->lazy_calls);
     {

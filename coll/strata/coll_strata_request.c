@@ -4,8 +4,9 @@
  * share (coll_strata_request.h): their Open MPI requests, the progress loop, and the
  * hand-back of a call the core queued and then declined.
  *
- * strata serves a nonblocking call on a communicator its first blocking call has set
- * up (setup agrees among all ranks, which a nonblocking call must not wait for): the
+ * strata serves a nonblocking call on a communicator set up at its creation, or set up
+ * in steps behind its first call (setup agrees among all ranks, which a nonblocking
+ * call must not wait for): the
  * core builds the call's schedule at once and queues it behind the communicator's
  * earlier calls (src/strata.h); Open MPI's progress loop (opal_progress, which every
  * MPI_Wait/Test runs) advances the queues, and the call's end completes the request.
@@ -174,7 +175,8 @@ static void finish(mca_coll_strata_request_t *r, int rc)
 static int inner_done(ompi_request_t *inner);
 
 /* The core handed back a call it had queued: the previous component runs it on the
- * team's own communicator (made by the setup that ran in steps), this rank's device
+ * team's own communicator (made in steps before the call was decided: a setup in steps
+ * or a move when due), this rank's device
  * buffers staged through host memory around it (copied back when it completes). */
 static void hand_back_queued(mca_coll_strata_request_t *r)
 {

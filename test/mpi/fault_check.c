@@ -40,7 +40,8 @@
  *              refused on every rank), and one on a communicator dup'ed before must be
  *              exact
  *   straddle   check_args with the host rules on: a count small on rank 0 only fails everywhere
- *   straddle-lazy  the same as a fresh communicator's first call (lazy calls)
+ *   straddle-lazy  the same as a fresh communicator's first call (lazy calls: run it with
+ *              coll_strata_setup_at_creation false)
  *   kinds      one mismatched call of each kind (count, datatype, op, root, alltoallv
  *              pairs, allgatherv counts), each on a communicator of its own; -A: every
  *              rank must get an error from it. Then a correct call on that
@@ -857,7 +858,7 @@ static int case_null(const char *name)
 {
     int rank, size; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    const int n = 4096;   /* 32 KiB: above small_msg_size, so strata sets up at once (see coll_strata_lazy_calls) */
+    const int n = 4096;   /* 32 KiB: above small_msg_size, so strata serves it (see coll_strata_host_handback) */
     int who = size > 1 ? 1 : 0, root = 0;
     if (!strcmp(name, "null-bcast-root")) who = root;
     double *a = malloc(sizeof(double) * (size_t)n * size), *b = malloc(sizeof(double) * (size_t)n * size);
@@ -1174,7 +1175,8 @@ static double g_sleep = 10;
  * With -N the mismatched call is an MPI_Iallreduce (agreed at the head of the queue,
  * before the rules look at its size), with -P a persistent one started once.
  * straddle-lazy: the same call first on a fresh communicator, where rank 0's count is
- * within coll_strata_lazy_calls' small calls and the others' is not. */
+ * within coll_strata_lazy_calls' small calls and the others' is not (a communicator
+ * not set up at its creation: coll_strata_setup_at_creation false). */
 static int case_straddle(int fresh)
 {
     int rank; MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1216,8 +1218,8 @@ static int case_deadline(void)
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     spec_t s = base_spec("deadline", comm);
-    /* 32 KiB: above small_msg_size, so strata serves it (a new communicator's first small
-     * calls go to the replaced component, whose waits no deadline of strata's bounds) */
+    /* 32 KiB: above small_msg_size, so strata serves it (small calls go to the replaced
+     * component by the built-in host rules, and no deadline of strata's bounds its waits) */
     s.coll = C_ALLREDUCE; s.t = T_DOUBLE; s.count = 4096;
     int wrong, rc = run_one(&s, &wrong);   /* set up, all present */
     char eb[300];

@@ -2,8 +2,9 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * shm_kill_check - communicator setups in a loop, for test/mpi/run-shm-kill: each
- * round duplicates MPI_COMM_WORLD, makes one allreduce on the new communicator (large
- * enough that strata sets up its shared memory for it) and frees it. Plain MPI C.
+ * round duplicates MPI_COMM_WORLD (strata sets up its shared memory as it is made, or
+ * at the first call with coll_strata_setup_at_creation=false), makes one allreduce on
+ * it (large enough that strata serves it) and frees it. Plain MPI C.
  *
  *   shm_kill_check [-r ROUNDS] [-n COUNT] [-k RANK -d MICROSECONDS] [-t SECONDS] [-N]
  *
