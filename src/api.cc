@@ -54,10 +54,11 @@ void strata_config_defaults(strata_config_t *cfg) {
     cfg->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
     cfg->host_handback = 1;
     cfg->p2p_channel = nullptr;
-    // Off by default: a started call's lane waits for its node peers, so an application
-    // that synchronizes or frees on the device before its peers start the call would
-    // wait for them (docs/architecture.md, "Work chained on the GPU").
-    cfg->stream_flags = STRATA_STREAM_FLAGS_OFF;
+    // The stream writes, the host waits: with waits on the stream (auto) a started
+    // call's lane waits for its node peers, so an application that synchronizes or
+    // frees on the device before its peers start the call would wait for them
+    // (docs/architecture.md, "Work chained on the GPU").
+    cfg->stream_flags = STRATA_STREAM_FLAGS_WRITES;
 }
 
 int strata_algorithm_count(strata_coll_t coll) { return algorithm_table(coll).count; }

@@ -29,12 +29,12 @@ Numbering Call::numbering() const {
 }
 
 Status Call::run() {
-    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds());
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits());
     return sched_.run(*p2p_, &team_, numbering());
 }
 
 Status Call::start() {
-    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds());
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits());
     return sched_.start(*p2p_, &team_, numbering());
 }
 

@@ -412,7 +412,7 @@ void Schedule::plan_lane() {
     Run &r = run_;
     const size_t n = steps_.size();
     r.chained = chain_lane_ != nullptr;
-    r.lane_waits = r.chained;
+    r.lane_waits = r.chained && chain_waits_;
     for (size_t i = 0; i < n && r.lane_waits; ++i)
         r.lane_waits = steps_[i].kind != Kind::Send && steps_[i].kind != Kind::Recv;
     if (r.chained) {
@@ -420,10 +420,30 @@ void Schedule::plan_lane() {
     } else {
         r.on_lane.assign(n, 0);
     }
+    choose_relaxed_waits();
 }
 
-std::vector<uint8_t> Schedule::lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds) {
-    chain(dom, lane, kinds);
+// Without waits on the lane: a host flag wait or join whose every dependent is a lane
+// step or such a step itself counts its lane dependencies as met once they are queued
+// (see engine.h). Nothing the host does after it reads what the lane writes before
+// the batch it is in is done, so only when the host polls a peer's flag changes.
+void Schedule::choose_relaxed_waits() {
+    Run &r = run_;
+    const size_t n = steps_.size();
+    r.relaxed.assign(n, 0);
+    if (!r.chained || r.lane_waits) return;
+    for (size_t i = n; i-- > 0;) {
+        const Step &s = steps_[i];
+        if (r.on_lane[i] || (s.kind != Kind::Wait && s.kind != Kind::Nop)) continue;
+        bool relaxed = true;
+        for (uint32_t k = r.first_dependent[i]; k < r.first_dependent[i + 1] && relaxed; ++k)
+            relaxed = r.on_lane[r.dependents[k]] || r.relaxed[r.dependents[k]];
+        r.relaxed[i] = relaxed;
+    }
+}
+
+std::vector<uint8_t> Schedule::lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds, bool waits) {
+    chain(dom, lane, kinds, waits);
     build_graph();
     plan_lane();
     return run_.on_lane;
@@ -449,6 +469,8 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     plan_lane();
     r.lane_ready.clear();
     r.lane_head = 0;
+    r.lane_left = 0;
+    for (size_t i = 0; i < n; ++i) r.lane_left += r.on_lane[i] && steps_[i].state != State::Done;
     if (r.chained && !r.lane_waits) {
         r.unqueued.assign(r.pending.begin(), r.pending.end());
         for (size_t i = 0; i < n; ++i)
@@ -531,6 +553,7 @@ void Schedule::release(StepId id) {
     ++r.done;
     for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
         const StepId d = r.dependents[k];
+        if (r.on_lane[id] && r.relaxed[d]) continue;  // counted when id was queued (lane_queued)
         const bool last = --r.pending[d] == 0;
         if (!r.on_lane[d]) {
             if (last) r.active.push_back(d);
@@ -545,6 +568,20 @@ void Schedule::release(StepId id) {
 void Schedule::lane_dep_met(StepId id) {
     Run &r = run_;
     if (--r.unqueued[id] == 0) r.lane_ready.push_back(id);
+}
+
+// Lane step id was queued (a schedule without waits on the lane): its lane dependents
+// need it queued, not done (the stream keeps the order), and so do its relaxed ones.
+void Schedule::lane_queued(StepId id) {
+    Run &r = run_;
+    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
+        const StepId d = r.dependents[k];
+        if (r.on_lane[d]) {
+            lane_dep_met(d);
+        } else if (r.relaxed[d] && --r.pending[d] == 0) {
+            r.active.push_back(d);
+        }
+    }
 }
 
 // Which steps run on the lane: the chained domain's copies and reductions; signals and
@@ -647,8 +684,7 @@ void Schedule::queued_by_channel(StepId id) {
     r.on_lane[id] = 1;
     r.queued.push_back(id);
     r.batch_works = true;
-    for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
-        if (r.on_lane[r.dependents[k]]) lane_dep_met(r.dependents[k]);
+    lane_queued(id);
 }
 
 // A lane step is done: a receive queued there by its channel gives its request back.
@@ -687,11 +723,27 @@ Status Schedule::queue(StepId id, bool *moved) {
     }
     s.state = State::Started;
     run_.queued.push_back(id);
+    --run_.lane_left;
     *moved = true;
-    if (!run_.lane_waits)  // its lane dependents need it queued, not done (the stream keeps the order)
-        for (uint32_t k = run_.first_dependent[id]; k < run_.first_dependent[id + 1]; ++k)
-            if (run_.on_lane[run_.dependents[k]]) lane_dep_met(run_.dependents[k]);
+    if (!run_.lane_waits) lane_queued(id);
     return STRATA_OK;
+}
+
+// Without waits on the lane, what is queued gets its event (the host learns when it is
+// done) only once a host step needs it done or nothing is left to queue; until then it
+// joins the next batch. A step with such a dependent makes its batch due at once, so a
+// host step never waits for an event that nobody records.
+bool Schedule::mark_due() const {
+    const Run &r = run_;
+    if (r.lane_waits || r.lane_left == 0) return true;
+    for (size_t q = r.batched; q < r.queued.size(); ++q) {
+        const StepId id = r.queued[q];
+        for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
+            const StepId d = r.dependents[k];
+            if (!r.on_lane[d] && !r.relaxed[d] && steps_[d].state == State::Waiting) return true;
+        }
+    }
+    return false;
 }
 
 // Queues the lane's steps, then marks the end of what was queued: one ticket for the
@@ -728,6 +780,7 @@ Status Schedule::issue_chained(bool *moved) {
         }
         return issue_chained(moved);
     }
+    if (!mark_due()) return STRATA_OK;  // joins the next batch
     r.batch_works = false;
     Run::Batch b{Ticket{}, r.batched, r.queued.size()};
     r.batched = r.queued.size();

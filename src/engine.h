@@ -28,6 +28,15 @@
 // receives, and polls one event per batch instead of one per kernel. A receive whose
 // channel copies it into device memory itself (the bounce channel) has that copy
 // queued on the lane once the message arrived, and joins the batch as a lane step.
+// A team may also chain without waits on the lane everywhere (chain()'s waits false,
+// coll_strata_stream_flags writes): a node's work is then queued in ready order too,
+// the stream writes the flags and the host waits for the peers'. Two rules keep the
+// host's waits to one per call there. A host flag wait that depends on lane steps
+// counts them as met once queued, not done (it only reads a peer's flag, and what is
+// queued runs without the host), where nothing the host does after it needs them done
+// (every step after it is a lane step or such a wait). And a batch gets its event only
+// when a host step needs its steps done, or when the lane has nothing left to queue;
+// until then its steps join the next batch (the stream runs them in order).
 #ifndef STRATA_ENGINE_H
 #define STRATA_ENGINE_H
 
@@ -191,17 +200,19 @@ public:
     Status progress(bool *finished, bool *idle, bool *moved = nullptr);
     // Chains the next runs' work on lane (see the top): copies and reductions of dom go
     // to lane instead, flags are signalled and waited for there. nullptr: off.
-    // kinds: which flags are of one kind (FlagKinds).
-    void chain(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}) {
+    // kinds: which flags are of one kind (FlagKinds). waits false: no flag waits on the
+    // lane even in a schedule without sends or receives (the stream only writes).
+    void chain(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}, bool waits = true) {
         chain_dom_ = dom;
         chain_lane_ = lane;
         flag_kinds_ = kinds;
+        chain_waits_ = waits;
     }
     // Whether the current (or last) run was chained on a lane.
     bool chained() const { return run_.chained; }
     // Which steps a run chained on lane would queue there (1) and which stay with the
     // host (0), for schedule dumps; all 0 without a lane. Sets chain(dom, lane).
-    std::vector<uint8_t> lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {});
+    std::vector<uint8_t> lane_plan(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}, bool waits = true);
     // Makes every step pending again, so that the schedule runs anew (a persistent
     // collective's next start, with its own numbering).
     void rewind();
@@ -240,6 +251,8 @@ private:
     void build_graph();
     void plan_lane();
     void choose_lane_steps();
+    void choose_relaxed_waits();
+    bool mark_due() const;
     bool queued_or_done(const Step &s) const;
     Status queue(StepId id, bool *moved);
     Status issue_reduce(const Step &s, MemDomain &dom, Ticket *t);
@@ -247,6 +260,7 @@ private:
     Status poll_batches(bool *moved);
     void release(StepId id);
     void lane_dep_met(StepId id);
+    void lane_queued(StepId id);
     void queued_by_channel(StepId id);
     void lane_step_done(StepId id);
     void drain_lane();
@@ -264,6 +278,7 @@ private:
     std::vector<std::pair<uint64_t *, StepId>> last_signal_;
     StepId entry_ = kNoStep;
     MemDomain *chain_dom_ = nullptr, *chain_lane_ = nullptr;
+    bool chain_waits_ = true;
     FlagKinds flag_kinds_;
     Numbering num_;  // of the current run
     // The current run: its channel and watch, dependency counts, the steps started or
@@ -297,6 +312,10 @@ private:
         // end) are the lane steps ready to queue.
         bool chained = false, lane_waits = false;
         std::vector<uint8_t> on_lane;
+        // Without waits on the lane: the host steps that count a lane dependency as met
+        // once it is queued (relaxed, see the top), and the lane steps not queued yet.
+        std::vector<uint8_t> relaxed;
+        size_t lane_left = 0;
         size_t cursor = 0;
         std::vector<uint32_t> unqueued;
         std::vector<StepId> lane_ready;

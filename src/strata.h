@@ -152,11 +152,14 @@ typedef enum strata_device_transport {
     STRATA_DEVICE_TRANSPORT_STAGED = 2  /* pipelined through page-locked host bounce buffers */
 } strata_device_transport_t;
 
-/* Node-wide flags of a GPU team's calls: ordered by the GPU's stream (stream memory
- * operations, where the GPU can, agreed by every rank) or by the host. */
+/* Node-wide flags of a GPU team's calls: written (and waited for) by the GPU's stream
+ * (stream memory operations, where every rank's GPU has them: agreed, the least level
+ * asked for by any rank) or by the host. */
 typedef enum strata_stream_flags {
-    STRATA_STREAM_FLAGS_OFF = 0,  /* the host signals and waits for every flag */
-    STRATA_STREAM_FLAGS_AUTO = 1  /* the stream, where every rank's GPU can */
+    STRATA_STREAM_FLAGS_OFF = 0,    /* the host signals and waits for every flag */
+    STRATA_STREAM_FLAGS_AUTO = 1,   /* the stream writes and waits, where every rank's GPU can */
+    STRATA_STREAM_FLAGS_WRITES = 2  /* the stream writes, the host waits (nothing on the
+                                     * stream waits for a peer) */
 } strata_stream_flags_t;
 
 /* coll_strata_setup_at_creation: which communicators are set up as they are made. */

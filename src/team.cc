@@ -66,18 +66,20 @@ void Team::release_device() {
 
 // This rank's side of the stream flags: its GPU can, they are not switched off, the
 // node's flags are reachable by the GPU and a stream of the team's own is made.
-bool Team::open_lane() {
-    if (cfg_.stream_flags != STRATA_STREAM_FLAGS_AUTO || dom_ == nullptr || !dom_->stream_flags()) return false;
+// The level it can take part in: 0 none, 1 the stream writes (writes), 2 it writes and
+// waits (auto); the node runs the least of its ranks' (Team::setup_device).
+int Team::open_lane() {
+    if (cfg_.stream_flags == STRATA_STREAM_FLAGS_OFF || dom_ == nullptr || !dom_->stream_flags()) return 0;
     const int L = layout_.my_local_size();
     char *lo = reinterpret_cast<char *>(flag(0, 0));
     const char *hi = reinterpret_cast<const char *>(flag(L - 1, kFlagCount - 1) + 1);
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
     const size_t bytes = (size_t(hi - lo) + page - 1) / page * page;
-    if (dom_->register_flags(lo, bytes) != STRATA_OK) return false;
+    if (dom_->register_flags(lo, bytes) != STRATA_OK) return 0;
     lane_flags_ = lo;
-    if (dom_->open_lane(&lane_) == STRATA_OK) return true;
+    if (dom_->open_lane(&lane_) == STRATA_OK) return cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO ? 2 : 1;
     close_lane();
-    return false;
+    return 0;
 }
 
 // Before the flags' segment goes: the lane waits for its stream as it is released.
@@ -342,17 +344,24 @@ Status Team::agree_device(bool gpu_everywhere) {
     // The same round agrees whether the channel takes device memory on every rank.
     // And whether node flags are ordered by the stream (engine.h), which needs every rank's
     // GPU to have stream memory operations.
-    int on[3] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0, open_lane() ? 1 : 0};
+    int on[3] = {node_.ipc().enabled() ? 1 : 0, channel().device_capable() ? 1 : 0, open_lane()};
     if (const Status st = oob_.agreements.min(on, 3, waiter(), "IPC cache", &why); st != STRATA_OK) {
         release_device();
         return setup_failed(st, why);
     }
     if (on[2] == 0) close_lane();
-    if (rank_ == 0 && cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO)  // said where asked for
-        log(1, "node flags %s", on[2] ? "ordered by each GPU's stream (stream memory operations): a call's GPU "
-                                        "work is queued on the team's own stream"
-                                      : "ordered by the host (a GPU of this communicator has no stream memory "
-                                        "operations)");
+    lane_waits_ = on[2] == 2;
+    // Said on rank 0, at verbose 1 where the level differs from the default (asked for
+    // auto, or less than asked for), else at 2.
+    const bool as_default = cfg_.stream_flags == STRATA_STREAM_FLAGS_WRITES && on[2] == 1;
+    if (rank_ == 0 && cfg_.stream_flags != STRATA_STREAM_FLAGS_OFF)
+        log(as_default ? 2 : 1, "node flags %s",
+            on[2] == 2   ? "written and waited for by each GPU's stream (stream memory operations): a call's GPU "
+                           "work is queued on the team's own stream"
+            : on[2] == 1 ? "written by each GPU's stream (stream memory operations), waited for by the host: a "
+                           "call's GPU work is queued on the team's own stream as it becomes ready"
+                         : "signalled and waited for by the host (a GPU of this communicator has no stream "
+                           "memory operations, or a rank set coll_strata_stream_flags 0)");
     const int cache_on = on[0];
     const bool capable = on[1] != 0;
     if (!cache_on && node_.ipc().enabled()) {

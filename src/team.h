@@ -231,9 +231,11 @@ public:
     bool device() const { return dom_ != nullptr; }
     MemDomain &domain() const { return dom_ ? *dom_ : host_domain(); }
     // The stream of this team's own that its schedules chain their node work on, with
-    // the flags signalled and waited for there (engine.h), or nullptr: every rank's GPU
-    // has stream memory operations and coll_strata_stream_flags is auto (agreed).
+    // the flags signalled there (engine.h), or nullptr: every rank's GPU has stream
+    // memory operations and coll_strata_stream_flags is not 0 (agreed). lane_waits():
+    // flags are waited for there too (auto on every rank), else by the host (writes).
     MemDomain *lane() const { return lane_.get(); }
+    bool lane_waits() const { return lane_waits_; }
     // Point-to-point channels (btl/p2p.h): wire() is the glue's transport, which setup,
     // agreements and failure notices use; channel() is the kind setup chose from the
     // registry (btl/channels.h; the wire itself unless another was chosen); p2p() is
@@ -288,7 +290,7 @@ private:
     void raise_flags(uint64_t value);
     Status setup_device(std::string *why);
     void release_device();
-    bool open_lane();
+    int open_lane();
     void close_lane();
     size_t host_region_bytes() const;  // slots of one local rank in the host segment
     int shm_failure_mark(Status local) const;
@@ -333,6 +335,7 @@ private:
     uint32_t team_id_ = 0;                   // claimed at setup for chan_ (ChannelSetup::team; 0: none)
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     LanePtr lane_;                  // device team with stream flags (lane())
+    bool lane_waits_ = false;       // and waits on the lane (lane_waits())
     void *lane_flags_ = nullptr;    // the flags' pages registered for the lane
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;

@@ -196,7 +196,7 @@ void Team::dump_schedule(Schedule &s, strata_coll_t coll, const char *alg, size_
             "\"node\":%d,\"local\":%d,\"local_size\":%d,\"device\":%s,\"segment\":%zu,\"steps\":[",
             strata_coll_name(coll), alg, bytes, rank_, size_, layout_.nnodes(), layout_.my_node(),
             layout_.my_local(), layout_.my_local_size(), device() ? "true" : "false", segment_bytes());
-    const std::vector<uint8_t> on_lane = s.lane_plan(device() ? &domain() : nullptr, lane(), flag_kinds());
+    const std::vector<uint8_t> on_lane = s.lane_plan(device() ? &domain() : nullptr, lane(), flag_kinds(), lane_waits());
     for (size_t id = 0; id < s.size(); ++id) {
         const StepInfo i = s.info(StepId(id));
         const char *kind = i.kind;

@@ -238,9 +238,9 @@ static void check_ranges(void)
         warn_range("setup_at_creation", "(a number)", "auto, true, false", "auto");
         cs->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
     }
-    if (cs->stream_flags != STRATA_STREAM_FLAGS_OFF && cs->stream_flags != STRATA_STREAM_FLAGS_AUTO) {
-        warn_range("stream_flags", "(a number)", "auto, 0", "auto");
-        cs->stream_flags = STRATA_STREAM_FLAGS_AUTO;
+    if (cs->stream_flags < STRATA_STREAM_FLAGS_OFF || cs->stream_flags > STRATA_STREAM_FLAGS_WRITES) {
+        warn_range("stream_flags", "(a number)", "writes, auto, 0", "writes");
+        cs->stream_flags = STRATA_STREAM_FLAGS_WRITES;
     }
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {
         int *a = &cs->algorithm[coll];
@@ -475,14 +475,20 @@ static int mca_coll_strata_register(void)
             "CUDA support, else staged; the same on every rank)",
             transports, OPAL_INFO_LVL_4, &cs->device_transport);
         static const mca_base_var_enum_value_t stream_flags[] = {
-            { STRATA_STREAM_FLAGS_AUTO, "auto" }, { STRATA_STREAM_FLAGS_OFF, "0" }, { 0, NULL }
+            { STRATA_STREAM_FLAGS_WRITES, "writes" }, { STRATA_STREAM_FLAGS_AUTO, "auto" },
+            { STRATA_STREAM_FLAGS_OFF, "0" }, { 0, NULL }
         };
         register_enum_var(c, "stream_flags",
-            "How a one-node GPU team's calls order their steps across the node's ranks: auto "
-            "(where every rank's GPU has stream memory operations, the flags are written and "
-            "waited for by the CUDA stream itself, so a call's work is queued once and a "
-            "started nonblocking call completes without host progress) or 0 (the host "
-            "signals and polls every flag, and every device step ends in a host round trip)",
+            "How a GPU team's calls order their steps across a node's ranks, where every "
+            "rank's GPU has stream memory operations (else as 0): writes (the CUDA stream "
+            "writes the flags after the work they announce and the host waits for peers' "
+            "flags, so the host waits once per call, not once per step; nothing on the "
+            "stream waits for a peer), auto (the stream also waits for the flags of a "
+            "one-node team, so a call's work is queued once and a started nonblocking call "
+            "completes without host progress, but a device synchronize or cudaFree then "
+            "waits for node peers to start the call: for trials) or 0 (the host signals and "
+            "polls every flag, and every device step ends in a host round trip); the least "
+            "of the ranks' levels is used",
             stream_flags, OPAL_INFO_LVL_4, &cs->stream_flags);
     }
     (void) mca_base_component_var_register(c, "ipc_cache_size",

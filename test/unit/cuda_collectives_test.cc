@@ -138,6 +138,7 @@ void tally(int level, const char *msg) {
         return;
     }
     if (m.rfind("IPC cache of local peers' buffers", 0) == 0) return;  // the cache's report at release
+    if (m.rfind("node flags ", 0) == 0) return;  // rank 0's line at setup: who writes them (stream_flags)
     // Ranks free and allocate buffers between calls, so a peer's new buffer may overlap
     // an old one still mapped here (the fake says ALREADY_MAPPED, as a GPU does); the
     // cache closes the stale mapping and maps again, saying so at level 2.

@@ -135,7 +135,7 @@ void capture_log(int level, const char *msg) {
     const std::string m(msg);
     std::lock_guard<std::mutex> g(g_log_mu);
     if (m.rfind("team ready", 0) == 0) g_ready_lines.push_back(m);
-    if (m.rfind("node flags ordered by each GPU's stream", 0) == 0) ++g_lane_lines;
+    if (m.rfind("node flags written", 0) == 0) ++g_lane_lines;
 }
 
 // The fake driver's count of host waits (event polls that saw a new record, event and
@@ -447,7 +447,8 @@ TEST_F(CudaTransport, DirectHandsDevicePointersStraightThrough) {
 TEST_F(CudaTransport, ChainedAcrossNodesIsExact) {
     const Outcome off = run_job(true, STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_STREAM_FLAGS_OFF);
     const Outcome on = run_job(true, STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_STREAM_FLAGS_AUTO);
-    for (const Outcome *o : {&off, &on}) {
+    const Outcome writes = run_job(true, STRATA_DEVICE_TRANSPORT_DIRECT, STRATA_STREAM_FLAGS_WRITES);
+    for (const Outcome *o : {&off, &on, &writes}) {
         for (int r = 0; r < kRanks; ++r) EXPECT_EQ(o->errors[size_t(r)], "") << "rank " << r;
         EXPECT_EQ(o->copy_errors, 0);
         EXPECT_TRUE(o->every_algorithm_ran);
@@ -456,6 +457,7 @@ TEST_F(CudaTransport, ChainedAcrossNodesIsExact) {
     EXPECT_EQ(off.lane_lines, 0);
     if (on.host_waits >= 0) {
         EXPECT_EQ(on.lane_lines, teams()) << "every team's flags ordered by the stream";
+        EXPECT_EQ(writes.lane_lines, teams()) << "every team's flags written by the stream";
     }
 }
 

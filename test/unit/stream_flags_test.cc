@@ -230,4 +230,122 @@ TEST(StreamFlags, OnlyAWaitOfAKindThisRankSignalledGoesOnTheLane) {
     EXPECT_EQ(t.lane_plan(&dom, &dom, kinds)[w2], 1);
 }
 
+// What one process asked of the GPU (both thread-ranks together), from the fake's
+// counters; all -1 without them.
+struct GpuCounts {
+    long long launches = -1, copies = -1, host_waits = -1, stream_waits = -1, stream_writes = -1;
+};
+
+GpuCounts gpu_counts() {
+    struct Counters {  // test/fakecuda/fakecuda.h, struct fakecuda_counters (its first fields)
+        unsigned long long launches, copies, events_recorded, stream_waits, stream_writes, host_waits, dev_read,
+            dev_written;
+    };
+    std::string why;
+    const strata::topo::cu::Driver *d = strata::cuda_driver(&why);
+    using CountersFn = int (*)(Counters *);
+    auto fn = d && d->lib ? reinterpret_cast<CountersFn>(dlsym(d->lib, "fakecuda_counters")) : nullptr;
+    GpuCounts g;
+    Counters c{};
+    if (fn == nullptr || fn(&c) != 0) return g;
+    g.launches = (long long)c.launches;
+    g.copies = (long long)c.copies;
+    g.host_waits = (long long)c.host_waits;
+    g.stream_waits = (long long)c.stream_waits;
+    g.stream_writes = (long long)c.stream_writes;
+    return g;
+}
+
+GpuCounts minus(const GpuCounts &a, const GpuCounts &b) {
+    return GpuCounts{a.launches - b.launches, a.copies - b.copies, a.host_waits - b.host_waits,
+                     a.stream_waits - b.stream_waits, a.stream_writes - b.stream_writes};
+}
+
+// kSmallCalls blocking allreduces of 8 bytes (2 int32) on device buffers, one node of
+// two ranks, after one that sets the team up: what they asked of the GPU, both ranks
+// together, and the first error.
+constexpr int kSmallCalls = 20;
+
+GpuCounts count_small_allreduces(int stream_flags, std::string *error) {
+    IpcSelf self;
+    ThreadJob job(kRanks);
+    std::vector<std::string> errors(kRanks);
+    std::atomic<int> ready{0}, finished{0};
+    std::atomic<bool> go{false}, counted{false};
+    GpuCounts before, after;
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
+        strata_transport_t tp = job.transport(rank);
+        strata_config_t cfg = strata_test::host_test_config();
+        cfg.stream_flags = stream_flags;
+        strata_team_t *team = nullptr;
+        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
+        void *send = nullptr, *recv = nullptr;
+        const int32_t mine[2] = {rank + 1, 10 * (rank + 1)};
+        int32_t got[2] = {0, 0};
+        strata::Ticket t;
+        if (err.empty() && (gpu->alloc(sizeof mine, &send) != STRATA_OK || gpu->alloc(sizeof got, &recv) != STRATA_OK ||
+                            gpu->copy(send, mine, sizeof mine, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t)))
+            err = "device buffers";
+        if (err.empty() && strata_allreduce(team, send, recv, 2, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+            err = "the allreduce that sets the team up";
+        // Every rank meets twice (even one that failed: the other would wait for it);
+        // the last to arrive reads the counters before anyone goes on.
+        if (++ready == kRanks) {
+            before = gpu_counts();
+            go = true;
+        }
+        while (!go.load()) std::this_thread::yield();
+        for (int c = 0; c < kSmallCalls && err.empty(); ++c)
+            if (strata_allreduce(team, send, recv, 2, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) err = "allreduce";
+        if (++finished == kRanks) {
+            after = gpu_counts();
+            counted = true;
+        }
+        while (!counted.load()) std::this_thread::yield();  // no rank reads its result before
+        if (err.empty() && (gpu->copy(got, recv, sizeof got, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t) ||
+                            got[0] != 1 + 2 || got[1] != 10 + 20))
+            err = "wrong sum";
+        if (send != nullptr) gpu->release(send);
+        if (recv != nullptr) gpu->release(recv);
+        if (team != nullptr) strata_team_destroy(team);
+    });
+    for (const std::string &e : errors)
+        if (error->empty() && !e.empty()) *error = e;
+    return minus(after, before);
+}
+
+// An 8-byte device allreduce in one node at the defaults (coll_strata_stream_flags
+// writes): one kernel launch and one host wait per call and rank. The stream copies
+// the input into the slot and writes READY behind it; the host waits for the peers'
+// READY only (a host flag poll, no GPU wait), queues the reduction and DONE, and waits
+// once for the batch's event. With the flags off the host waits for the copy before it
+// raises READY, and for the reduction: two (the control, so the check can fail).
+TEST(StreamFlags, EightByteDeviceAllreduceAtTheDefaultsLaunchesOnceAndWaitsOnce) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    strata_config_t defaults;
+    strata_config_defaults(&defaults);
+    EXPECT_EQ(defaults.stream_flags, STRATA_STREAM_FLAGS_WRITES);
+    const long long per = kSmallCalls * kRanks;
+    std::string err;
+    const GpuCounts on = count_small_allreduces(defaults.stream_flags, &err);
+    EXPECT_EQ(err, "");
+    printf("per call and rank, writes: %.2f launches, %.2f copies, %.2f host waits, %.2f stream waits, %.2f stream "
+           "writes\n",
+           double(on.launches) / per, double(on.copies) / per, double(on.host_waits) / per,
+           double(on.stream_waits) / per, double(on.stream_writes) / per);
+    EXPECT_EQ(on.launches, per);
+    EXPECT_LE(on.host_waits, per);
+    EXPECT_LE(on.copies, per);
+    EXPECT_EQ(on.stream_writes, 2 * per) << "READY and DONE";
+    err.clear();
+    const GpuCounts off = count_small_allreduces(STRATA_STREAM_FLAGS_OFF, &err);
+    EXPECT_EQ(err, "");
+    printf("per call and rank, 0: %.2f launches, %.2f host waits\n", double(off.launches) / per,
+           double(off.host_waits) / per);
+    EXPECT_GE(off.host_waits, 2 * per) << "the control: with the host ordering the flags it waits twice";
+    EXPECT_EQ(off.stream_writes, 0);
+}
+
 }  // namespace
