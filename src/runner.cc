@@ -162,7 +162,9 @@ Status finish_call(Team &team, Call &call, Status st) {
     const CallInfo &i = call.info;
     if (st != STRATA_OK)
         return team.broken() ? st : team.fail_call(st, std::string(i.alg_name) + ": " + status_name(st));
-    if (call.schedule().chained()) STRATA_CHECK(team.check_chained_run());
+    // Only a lane that waits for flags can have been let through by a peer's drain
+    // (engine.cc, drain_lane): at writes the host waits, as on the host path.
+    if (call.schedule().chained() && team.lane_waits()) STRATA_CHECK(team.check_chained_run());
     STRATA_CHECK(calls_of(team).end_call());
     team.count_call(i.coll, i.alg, i.alg_name);
     count_bytes(team, call);
