@@ -40,6 +40,7 @@ void TransportChannel::cancel(void *req, bool recv) {
 BounceChannel::~BounceChannel() {
     for (const Buf &b : free_) dom_.release_host(b.ptr);
     for (Req *r : spare_) delete r;
+    for (Group *g : spare_groups_) delete g;
 }
 
 Status BounceChannel::take(size_t bytes, Buf *b) {
@@ -68,27 +69,66 @@ BounceChannel::Req *BounceChannel::new_req() {
 }
 
 void BounceChannel::drop(Req *r) {
+    if (r->group != nullptr) leave(r->group);
+    r->group = nullptr;
     give(r->bounce);
     spare_.push_back(r);
 }
 
+// The open group, or a new one, with one more send.
+BounceChannel::Group *BounceChannel::join_group() {
+    if (open_ == nullptr) {
+        if (spare_groups_.empty()) {
+            open_ = new Group{};
+        } else {
+            open_ = spare_groups_.back();
+            spare_groups_.pop_back();
+        }
+        *open_ = Group{Ticket{}, false, false, STRATA_OK, 0};
+    }
+    ++open_->refs;
+    return open_;
+}
+
+// A send is past its copy (or given up: cancel waits for the event first).
+void BounceChannel::leave(Group *g) {
+    if (--g->refs > 0) return;
+    if (g == open_) open_ = nullptr;
+    spare_groups_.push_back(g);
+}
+
+// Records the group's event behind every copy issued so far, if not yet, and polls it.
+Status BounceChannel::poll_group(Group *g, bool *done) {
+    *done = g->done;
+    if (g->failed != STRATA_OK || g->done) return g->failed;
+    if (!g->marked) {
+        g->marked = true;
+        if (g == open_) open_ = nullptr;  // later sends start a group of their own
+        if ((g->failed = dom_.mark(&g->end)) != STRATA_OK) return g->failed;
+    }
+    if ((g->failed = dom_.poll(&g->end, &g->done)) != STRATA_OK) return g->failed;
+    *done = g->done;
+    return STRATA_OK;
+}
+
 Status BounceChannel::isend(const void *buf, size_t bytes, int peer, int tag, void **req) {
     Req *r = new_req();
-    *r = Req{false, Req::Phase::Copy, const_cast<void *>(buf), bytes, peer, tag, {}, Ticket{}, nullptr};
+    *r = Req{false, Req::Phase::Copy, const_cast<void *>(buf), bytes, peer, tag, {}, Ticket{}, nullptr, nullptr, false};
     Status st = take(bytes, &r->bounce);
-    if (st == STRATA_OK) st = dom_.copy(r->bounce.ptr, buf, bytes, &r->ticket);
+    if (st == STRATA_OK) st = dom_.copy(r->bounce.ptr, buf, bytes, nullptr);  // its group's event tells
     if (st != STRATA_OK) {
         if (r->bounce.ptr) give(r->bounce);
         spare_.push_back(r);
         return st;
     }
+    r->group = join_group();
     *req = r;
     return STRATA_OK;
 }
 
 Status BounceChannel::irecv(void *buf, size_t bytes, int peer, int tag, void **req) {
     Req *r = new_req();
-    *r = Req{true, Req::Phase::Transfer, buf, bytes, peer, tag, {}, Ticket{}, nullptr};
+    *r = Req{true, Req::Phase::Transfer, buf, bytes, peer, tag, {}, Ticket{}, nullptr, nullptr, false};
     Status st = take(bytes, &r->bounce);
     if (st == STRATA_OK) st = inner_.irecv(r->bounce.ptr, bytes, peer, tag, &r->inner);
     if (st != STRATA_OK) {
@@ -106,7 +146,11 @@ Status BounceChannel::test(void *req, bool *done) {
     *done = false;
     bool step_done = false;
     if (r->phase == Req::Phase::Copy) {
-        const Status st = dom_.poll(&r->ticket, &step_done);
+        if (!r->recv && !r->tested && !r->group->marked) {  // the pass may issue more sends
+            r->tested = true;
+            return STRATA_OK;
+        }
+        const Status st = r->recv ? dom_.poll(&r->ticket, &step_done) : poll_group(r->group, &step_done);
         if (st != STRATA_OK) {
             drop(r);
             return st;
@@ -117,6 +161,8 @@ Status BounceChannel::test(void *req, bool *done) {
             *done = true;
             return STRATA_OK;
         }
+        leave(r->group);
+        r->group = nullptr;
         r->phase = Req::Phase::Transfer;
         const Status sent = inner_.isend(r->bounce.ptr, r->bytes, r->peer, r->tag, &r->inner);
         if (sent != STRATA_OK) {
@@ -189,7 +235,12 @@ void BounceChannel::cancel(void *req, bool recv) {
         inner_.cancel(r->inner, r->recv);
     } else if (r->phase == Req::Phase::Copy) {
         bool done = false;
-        while (dom_.poll(&r->ticket, &done) == STRATA_OK && !done) {
+        if (r->recv) {
+            while (dom_.poll(&r->ticket, &done) == STRATA_OK && !done) {
+            }
+        } else {
+            while (poll_group(r->group, &done) == STRATA_OK && !done) {
+            }
         }
     }
     drop(r);

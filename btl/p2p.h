@@ -103,6 +103,17 @@ private:
         char *ptr;
         size_t bytes;
     };
+    // The copies of sends issued one after another share one event, recorded behind
+    // the last of them (the stream runs them in order): a group. A send's first test
+    // leaves its group open for the sends issued in the same pass; its next test
+    // records the event, if no send of the group has, and polls it. So a pass's sends
+    // cost one host wait, not one each.
+    struct Group {
+        Ticket end;
+        bool marked, done;
+        Status failed;  // the event's record or poll failed: every send of the group fails
+        int refs;       // its sends not past their copy
+    };
     struct Req {
         bool recv;
         enum class Phase { Copy, Transfer, Queued } phase;  // Queued: its copy is on a run's lane
@@ -110,18 +121,25 @@ private:
         size_t bytes;
         int peer, tag;
         Buf bounce;
-        Ticket ticket;  // the copy (Phase::Copy)
+        Ticket ticket;  // a receive's copy (Phase::Copy)
         void *inner;    // the inner request (Phase::Transfer)
+        Group *group;   // a send's copy (Phase::Copy)
+        bool tested;    // a send's copy tested once
     };
     Status take(size_t bytes, Buf *b);  // a host buffer of at least bytes, kept for reuse
     void give(const Buf &b) { free_.push_back(b); }
     Req *new_req();
     void drop(Req *r);
+    Group *join_group();
+    void leave(Group *g);
+    Status poll_group(Group *g, bool *done);
 
     P2PChannel &inner_;
     MemDomain &dom_;
     std::vector<Buf> free_;    // host buffers not in use
     std::vector<Req *> spare_;  // request records not in use
+    Group *open_ = nullptr;     // the group whose event is not recorded yet
+    std::vector<Group *> spare_groups_;
 };
 
 }  // namespace strata

@@ -63,7 +63,7 @@ public:
     const char *name() const override { return "host"; }
     Status copy(void *dst, const void *src, size_t bytes, Ticket *t) override {
         if (dst != src && bytes) memcpy(dst, src, bytes);
-        t->pending = nullptr;
+        if (t != nullptr) t->pending = nullptr;  // done at once: no ticket needed
         return STRATA_OK;
     }
     Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,

@@ -257,7 +257,20 @@ public:
         if (to && !from) ++copies_into_pool;
         if (from && !to) ++copies_out_of_pool;
         const char *s = static_cast<const char *>(src);
-        t->pending = new Pending{static_cast<char *>(dst), std::vector<char>(s, s + bytes), kPollsPerCopy};
+        Write w{static_cast<char *>(dst), std::vector<char>(s, s + bytes)};
+        if (t == nullptr) {  // queued with no ticket: lands with the next mark's
+            unmarked_.push_back(std::move(w));
+            return STRATA_OK;
+        }
+        ++ticketed;
+        t->pending = new Pending{{std::move(w)}, kPollsPerCopy};
+        return STRATA_OK;
+    }
+    // A ticket for every copy queued with none so far (a stream runs them in order).
+    Status mark(Ticket *t) override {
+        ++marks;
+        t->pending = new Pending{std::move(unmarked_), kPollsPerCopy};
+        unmarked_.clear();
         return STRATA_OK;
     }
     Status reduce(void *dst, const void *const *srcs, int nsrc, size_t count, strata_dtype_t dtype,
@@ -269,7 +282,7 @@ public:
         Pending *p = static_cast<Pending *>(t->pending);
         *done = p == nullptr || --p->polls_left == 0;
         if (p != nullptr && *done) {
-            memcpy(p->dst, p->data.data(), p->data.size());
+            for (const Write &w : p->writes) memcpy(w.dst, w.data.data(), w.data.size());
             delete p;
             t->pending = nullptr;
         }
@@ -304,17 +317,22 @@ public:
     }
 
     int copies = 0, copies_into_pool = 0, copies_out_of_pool = 0;
+    int ticketed = 0, marks = 0;  // copies with a ticket of their own; mark() tickets
     size_t copied_bytes = 0;
     int host_allocs = 0, host_releases = 0;
     std::vector<size_t> host_sizes;
 
 private:
-    struct Pending {
+    struct Write {
         char *dst;
         std::vector<char> data;
+    };
+    struct Pending {
+        std::vector<Write> writes;
         int polls_left;
     };
     std::vector<std::pair<char *, size_t>> live_;
+    std::vector<Write> unmarked_;
 };
 
 constexpr size_t kMiB = size_t(1) << 20;
@@ -448,6 +466,38 @@ TEST(BounceChannel, EverySizeArrivesThroughItsBuffersWhichAreReused) {
         // At most one buffer per message in flight at once, whatever the rounds: reused.
         EXPECT_LE(r.dom.host_allocs, 2 * kNonEmpty) << "rank " << rank;
         EXPECT_EQ(r.dom.host_releases, 0) << "rank " << rank;
+    });
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+// The copies of the sends a pass issues share one event: rank 0 sends kNonEmpty
+// messages at once (the run issues them all in its first pass), through the bounce
+// channel, whose domain lands a copy only when its ticket completes, so a message
+// sent before its copy landed arrives wrong. One mark for them all, no copy with a
+// ticket of its own (before: kNonEmpty of them), and every message exact.
+TEST(BounceChannel, TheSendsOfAPassShareOneEvent) {
+    strata_test::ThreadJob job(2);
+    job.run([&](int rank) {
+        Rank r(job, rank);
+        r.sched.clear();
+        std::vector<std::vector<char>> msgs(kSizes.size());
+        for (size_t m = 0; m < kSizes.size(); ++m) {
+            msgs[m].assign(kSizes[m], char(0x3c));
+            if (rank == 0) {
+                for (size_t i = 0; i < kSizes[m]; ++i) msgs[m][i] = char(pattern(5, 0, m, i));
+                r.sched.send(msgs[m].data(), kSizes[m], 1, int(m));
+            } else {
+                r.sched.recv(msgs[m].data(), kSizes[m], 0, int(m));
+            }
+        }
+        ASSERT_EQ(r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain), STRATA_OK);
+        if (rank == 0) {
+            EXPECT_EQ(r.dom.copies_into_pool, kNonEmpty);
+            EXPECT_EQ(r.dom.ticketed, 0) << "a send's copy polled on its own";
+            EXPECT_EQ(r.dom.marks, 1) << "the pass's sends did not share one event";
+        } else {
+            for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 5, 0, m), "") << "message " << m;
+        }
     });
     EXPECT_EQ(job.unreceived(), 0u);
 }
