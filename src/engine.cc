@@ -486,6 +486,7 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
     r.batches.clear();
     r.batched = 0;
     r.batch_works = false;
+    r.batch_due = false;
     r.active.clear();
     for (size_t i = 0; i < n; ++i)
         if (r.pending[i] == 0 && steps_[i].state != State::Done && !r.on_lane[i])
@@ -571,14 +572,17 @@ void Schedule::lane_dep_met(StepId id) {
 }
 
 // Lane step id was queued (a schedule without waits on the lane): its lane dependents
-// need it queued, not done (the stream keeps the order), and so do its relaxed ones.
+// need it queued, not done (the stream keeps the order), and so do its relaxed ones;
+// any other dependent, a host step, needs it done, which makes the batch due (mark_due).
 void Schedule::lane_queued(StepId id) {
     Run &r = run_;
     for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
         const StepId d = r.dependents[k];
         if (r.on_lane[d]) {
             lane_dep_met(d);
-        } else if (r.relaxed[d] && --r.pending[d] == 0) {
+        } else if (!r.relaxed[d]) {
+            r.batch_due = true;
+        } else if (--r.pending[d] == 0) {
             r.active.push_back(d);
         }
     }
@@ -730,20 +734,12 @@ Status Schedule::queue(StepId id, bool *moved) {
 }
 
 // Without waits on the lane, what is queued gets its event (the host learns when it is
-// done) only once a host step needs it done or nothing is left to queue; until then it
-// joins the next batch. A step with such a dependent makes its batch due at once, so a
-// host step never waits for an event that nobody records.
+// done) only once a host step needs it done (batch_due, set as such a step's lane
+// dependency is queued) or nothing is left to queue; until then it joins the next
+// batch. So a host step never waits for an event that nobody records.
 bool Schedule::mark_due() const {
     const Run &r = run_;
-    if (r.lane_waits || r.lane_left == 0) return true;
-    for (size_t q = r.batched; q < r.queued.size(); ++q) {
-        const StepId id = r.queued[q];
-        for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k) {
-            const StepId d = r.dependents[k];
-            if (!r.on_lane[d] && !r.relaxed[d] && steps_[d].state == State::Waiting) return true;
-        }
-    }
-    return false;
+    return r.lane_waits || r.lane_left == 0 || r.batch_due;
 }
 
 // Queues the lane's steps, then marks the end of what was queued: one ticket for the
@@ -770,6 +766,7 @@ Status Schedule::issue_chained(bool *moved) {
         // may make more lane steps ready: round again).
         const size_t from = r.batched;
         r.batched = r.queued.size();
+        r.batch_due = false;  // every step queued so far is in a batch, or done below
         if (!r.batches.empty()) {
             r.batches.back().last = r.batched;
             return STRATA_OK;
@@ -782,6 +779,7 @@ Status Schedule::issue_chained(bool *moved) {
     }
     if (!mark_due()) return STRATA_OK;  // joins the next batch
     r.batch_works = false;
+    r.batch_due = false;
     Run::Batch b{Ticket{}, r.batched, r.queued.size()};
     r.batched = r.queued.size();
     const Status st = chain_lane_->mark(&b.end);

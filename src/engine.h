@@ -328,6 +328,7 @@ private:
         std::vector<Batch> batches;
         size_t batched = 0;  // queued[0, batched) are in a batch
         bool batch_works = false;  // queued[batched, end) gives the stream work (not only joins)
+        bool batch_due = false;    // and a host step needs some of it done (mark_due)
         size_t done = 0;
         int idle = 0;
         double last_progress = 0;

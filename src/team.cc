@@ -85,6 +85,7 @@ int Team::open_lane() {
 // Before the flags' segment goes: the lane waits for its stream as it is released.
 void Team::close_lane() {
     lane_.reset();
+    lane_waits_ = false;
     if (lane_flags_ != nullptr && dom_ != nullptr) dom_->unregister_flags(lane_flags_);
     lane_flags_ = nullptr;
 }
