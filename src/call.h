@@ -42,6 +42,8 @@ struct CallInfo {
     bool copied = false;            // this rank's buffers are copied (copies.h)
     bool quiet = false;             // Open MPI's own call: no per-call line (log_quiet)
     bool all_host = false;          // agreed: small, and host buffers on every rank (runner.h, votes_host)
+    bool host_here = false;         // a node host decision's vote: this rank's buffers are host memory (runner.cc)
+    bool on_host = false;           // the node decided so: the call ran in the team's host slots
     Status local = STRATA_OK;       // this rank fails the call when it starts
     std::string why;
 };
@@ -98,6 +100,10 @@ public:
 
     // Pipeline segments: n consecutive numbers, counted from 0 in each call.
     uint64_t take_segments(uint64_t n);
+    // Numbers taken so far; a branch of the call (Schedule::when) that runs instead of
+    // another one numbers its segments from where that one started.
+    uint64_t segments_taken() const { return seg_seq_; }
+    void number_segments_from(uint64_t first) { seg_seq_ = first; }
     // Tag of message `sub` of this call (sub < Team::kTagSubs).
     int tag(uint64_t sub) const { return static_cast<int>(sub % Team::kTagSubs); }
 

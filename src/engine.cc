@@ -580,7 +580,7 @@ void Schedule::lane_queued(StepId id) {
         const StepId d = r.dependents[k];
         if (r.on_lane[d]) {
             lane_dep_met(d);
-        } else if (!r.relaxed[d]) {
+        } else if (!r.relaxed[d] && !apart(steps_[id], steps_[d])) {  // one of the two never runs
             r.batch_due = true;
         } else if (--r.pending[d] == 0) {
             r.active.push_back(d);
@@ -599,16 +599,21 @@ void Schedule::choose_lane_steps() {
     const size_t n = steps_.size();
     auto device = [this](const Step &s) { return (s.kind == Kind::Copy || s.kind == Kind::Reduce) && s.dom == chain_dom_; };
     auto flagish = [](const Step &s) { return s.kind == Kind::Nop || s.kind == Kind::Signal || s.kind == Kind::Wait; };
+    // A step does not follow or lead device work through a step of the other branch of
+    // its decision (apart).
     std::vector<uint8_t> after(n, 0), leads(n, 0);
     for (size_t i = 0; i < n; ++i) {
         const Step &s = steps_[i];
         after[i] = device(s);
-        for (uint32_t d = 0; d < s.dep_count && !after[i]; ++d) after[i] = flagish(s) && after[deps_[s.dep_begin + d]];
+        for (uint32_t d = 0; d < s.dep_count && !after[i]; ++d) {
+            const StepId dep = deps_[s.dep_begin + d];
+            after[i] = flagish(s) && after[dep] && !apart(s, steps_[dep]);
+        }
     }
     for (size_t i = n; i-- > 0;)
         for (uint32_t k = r.first_dependent[i]; k < r.first_dependent[i + 1] && !leads[i]; ++k) {
             const Step &d = steps_[r.dependents[k]];
-            leads[i] = device(d) || (flagish(d) && leads[r.dependents[k]]);
+            leads[i] = !apart(steps_[i], d) && (device(d) || (flagish(d) && leads[r.dependents[k]]));
         }
     r.on_lane.assign(n, 0);
     // Per kind of flag (FlagKinds), the highest value signalled so far in build order.

@@ -181,6 +181,8 @@ public:
         cond_want_ = want;
     }
     void always() { cond_ = kNoStep; }
+    // The decision the steps added now depend on (when), or kNoStep.
+    StepId branch() const { return cond_; }
 
     // Runs every step to completion, sends and receives over channel ch. On an error
     // (a step failed, or watch said to stop) started receives are cancelled, started
@@ -243,6 +245,9 @@ private:
         void *req;
         Ticket ticket;
     };
+    // Steps of the two branches of one decision: never both run (a signal of one may
+    // follow the other's, Schedule::signal, which says nothing about the lane).
+    static bool apart(const Step &a, const Step &b) { return a.cond != kNoStep && a.cond == b.cond && a.want != b.want; }
     StepId add(Step s, const Deps &deps);
     StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty);
     Status advance(Step &s, P2PChannel &ch, bool *moved);

@@ -42,7 +42,7 @@ Status CallQueue::begin_call(Call &call) {
     const uint64_t n = team_.number_call(call.info.coll);
     call.set_number(n);
     call.started_ = true;
-    sig_ = call.info.sig;
+    sig_ = call.info.sig & ~1u;  // bit 0: the vote below
     sums_pairs_ = call.info.sums_pairs;
     pairs_ = call.info.pairs;
     unsigned_since_ = 0;
@@ -50,7 +50,9 @@ Status CallQueue::begin_call(Call &call) {
     // thread's previous calls used may be closed for an overlapping allocation.
     if (!queued_calls_running()) IpcCache::thread_call_begins();
     const int me = team_.layout().my_local();
-    const uint32_t published = sums_pairs_ ? sig_ + pairs_ : sig_;
+    // Bit 0 of a signature is the call's vote for the node's host decision (runner.cc,
+    // build_call), not part of its hash. Not in a sum of pairs, which never votes.
+    const uint32_t published = sums_pairs_ ? sig_ + pairs_ : sig_ | uint32_t(call.info.host_here);
     __atomic_store_n(team_.flag(me, sig_flag(n)), ((n & 0xffffffffu) << 32) | published, __ATOMIC_RELEASE);
     // A peer may have failed this call (or an earlier one it then never served).
     return team_.idle(call.schedule(), {}, 0);
@@ -227,6 +229,21 @@ bool CallQueue::signed_in() const {
     return true;
 }
 
+bool CallQueue::node_on_host(bool *yes) const {
+    const Layout &l = team_.layout();
+    const uint64_t n = team_.call_number();
+    bool all = true;
+    for (int r = 0; r < l.my_local_size(); ++r) {
+        const uint64_t v = __atomic_load_n(team_.flag(r, sig_flag(n)), __ATOMIC_ACQUIRE);
+        if ((v >> 32) != (n & 0xffffffffu)) return false;
+        // A peer that passed another size, type or op (end_call says so) may not have
+        // built the decision at all: the node then stays on the GPU with it.
+        all = all && (uint32_t(v) & 1u) != 0 && (uint32_t(v) & ~1u) == sig_;
+    }
+    *yes = all;
+    return true;
+}
+
 Status CallQueue::signature_deadline(double waited) {
     const Layout &l = team_.layout();
     const uint64_t n = team_.call_number();
@@ -283,7 +300,7 @@ Status CallQueue::end_call() {
             continue;
         }
         sum += uint32_t(v) - sig_;
-        if (r != me && !sums_pairs_ && uint32_t(v) != sig_ && differs < 0) differs = l.rank_at(node, r);
+        if (r != me && !sums_pairs_ && (uint32_t(v) & ~1u) != sig_ && differs < 0) differs = l.rank_at(node, r);
     }
     if (differs < 0 && !(sums_pairs_ && all && sum != 0)) return STRATA_OK;
     const std::string why =

@@ -50,6 +50,12 @@ public:
     // that end_call compares them all: a rank that needs nothing from its peers (a
     // bcast root) cannot end a mismatched call unchecked.
     bool signed_in() const;
+    // The node's host decision of the current call (runner.cc, build_call): false while
+    // a node peer has not begun it; else true, and *yes: every rank of the node voted
+    // for it (its buffers are host memory: bit 0 of its signature) with this rank's
+    // signature. The same on every rank of the node once known: the signatures of a
+    // call stay published until every rank of the node has begun the call after it.
+    bool node_on_host(bool *yes) const;
 
     // ---- calls that complete later (nonblocking and persistent collectives)
     // A team runs one call at a time, in the order they were submitted: MPI's order of

@@ -9,6 +9,7 @@
 
 #include "agree_call.h"
 #include "algo/algo.h"
+#include "algo/builders.h"
 #include "collectives.h"
 #include "copies.h"
 #include "mem/classify.h"
@@ -153,7 +154,7 @@ void count_bytes(const Team &team, const Call &call) {
         count(STRATA_STAT_BYTES_IN_PLACE, i.bytes);
     else if (team.layout().my_local_size() > 1)
         count(STRATA_STAT_BYTES_SLOTS, i.bytes);
-    if (i.copied) count(STRATA_STAT_BYTES_STAGED, i.bytes);
+    if (i.copied && !i.on_host) count(STRATA_STAT_BYTES_STAGED, i.bytes);
 }
 
 // The end of a call whose schedule ran with outcome st: a failure becomes the team's
@@ -174,8 +175,12 @@ Status finish_call(Team &team, Call &call, Status st) {
     if (i.rule_line && team.config().verbose >= 2) snprintf(from_rule, sizeof from_rule, " (rules file line %d)", i.rule_line);
     log(2, "%s: %zu bytes, %d node(s) x %d rank(s), algorithm %s%s%s%s%s%s", strata_coll_name(i.coll), i.bytes,
         team.layout().nnodes(), team.layout().max_local_size(), i.alg_name, from_rule,
-        team.device() ? " in GPU memory" : "", call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
-        !i.copied ? "" : team.device() ? ", host buffers staged through the GPU" : ", device buffers staged through host",
+        team.device() && !i.on_host ? " in GPU memory" : "",
+        call.mapped() ? ", local peers' buffers read in place (IPC)" : "",
+        i.on_host              ? ", in the node's host slots (host buffers on every rank)"
+        : !i.copied            ? ""
+        : team.device()        ? ", host buffers staged through the GPU"
+                               : ", device buffers staged through host",
         mode_note(i.mode));
     set_log_quiet(quiet);
     return STRATA_OK;
@@ -184,22 +189,62 @@ Status finish_call(Team &team, Call &call, Status st) {
 // The algorithm's schedule, between the copies of this rank's buffers in (a rank's
 // buffers that are not of the team's memory kind are copied: copies.h) and out. The
 // schedule is the one every rank builds, whatever its buffers are.
+//
+// A call that the node decides on host memory (decides_on_host) is built twice: the
+// algorithm above, and the node's host form (build_allreduce_node_host), each a
+// branch of a first step, the decision (Schedule::when). A rank whose buffers are
+// device memory decides "not on host" at once, so its call starts whole (a chained
+// call is queued at its start); a rank on host buffers waits, in the schedule, for
+// every node peer's signature of the call (CallQueue::node_on_host), whose bit 0 is
+// each rank's vote. Every rank of the node reads the same votes, or decides alone that
+// its own vote is "no", so every rank takes the same branch.
 Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &args) {
     CallInfo &i = call.info;
+    Schedule &s = call.schedule();
+    StepId decided = kNoStep;
+    const uint64_t first_segment = call.segments_taken();
+    if (decides_on_host(team, i, alg)) {
+        CallQueue &queue = calls_of(team);
+        decided = s.poll([&call, &queue](bool *done, bool *outcome) {
+            bool yes = false;
+            *done = !call.info.host_here || queue.node_on_host(&yes);
+            *outcome = call.info.on_host = *done && call.info.host_here && yes;
+            return STRATA_OK;
+        });
+        s.when(decided, false);
+    }
     CollArgs work = args;
     BufferCopies &copies = call.copies();
     STRATA_CHECK(copies.enter(i.coll, team.rank(), team.size(), team.device() ? &team.domain() : nullptr, &work));
     i.copied = copies.active();
-    Schedule &s = call.schedule();
     // Everything the algorithm builds starts after the copies in (node peers may read
     // a copy in place once it is posted: Call::map_peers posts after them too).
     s.start_after(copies.copy_in(s));
     STRATA_CHECK(alg.build(call, work));
     if (i.copied) copies.copy_out(s, {s.join_all()});
+    if (decided != kNoStep) {
+        // Branches do not nest: the algorithm must have left the decision's open.
+        if (s.branch() != decided) return fail(STRATA_ERR_INTERNAL, "a node host decision around a branching algorithm");
+        s.start_after(kNoStep);
+        s.when(decided, true);
+        call.number_segments_from(first_segment);
+        STRATA_CHECK(build_allreduce_node_host(call, args));
+        s.always();
+    }
     team.dump_schedule(s, i.coll, alg.name, i.call_bytes);
     return STRATA_OK;
 }
 }  // namespace
+
+// Agreed on the node: the collective, the team's memory and layout, the algorithm,
+// the size and the mode are (a peer that passed another size sees the signatures
+// differ, and its node stays on the GPU: CallQueue::node_on_host), and so are the
+// settings votes_host reads.
+bool decides_on_host(const Team &team, const CallInfo &i, const Algorithm &alg) {
+    return i.coll == STRATA_COLL_ALLREDUCE && alg.build == build_allreduce_hier_rd && team.ready() &&
+           team.device() && team.layout().nnodes() == 1 && i.call_bytes > 0 &&
+           i.call_bytes <= team.config().small_msg_size && !votes_host(team, i.call_bytes, i.mode == CallInfo::Blocking);
+}
 
 // What a blocking call's schedule is built from besides the team's fixed state: the
 // algorithm, the arguments (per-rank arrays by value), where this rank's buffers
@@ -598,7 +643,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     info.copied = again && copied;
     info.mode = start.mode;
     info.coll = coll;
-    info.sig = uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig;
+    info.sig = uint32_t(size_sig ^ (size_sig >> 32)) ^ meta_sig;  // bit 0 is dropped (CallQueue::begin_call)
     if (pairs) {
         const Layout &l = team.layout();
         info.pairs = pair_sig(team, args, [&l](int r) { return l.node_of[size_t(r)] == l.my_node(); });
@@ -612,6 +657,7 @@ Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &
     info.local = args.local;
     info.quiet = quiet;
     info.why = args.why ? args.why : status_name(args.local);
+    info.host_here = decides_on_host(team, info, table.algorithms[alg]) && host_buffers_here(args);
 
     if (blocking) {
         // Numbered first: an algorithm may exchange with peers while it builds.

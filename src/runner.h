@@ -21,6 +21,8 @@
 
 namespace strata {
 
+struct Algorithm;  // algo/algo.h
+
 // A team as the core keeps it: the Team and the rules of coll_strata_rules_file,
 // read by each rank when the team is created (Team is below the algorithms layer
 // and cannot hold them). Every Team the core runs comes from strata_team_create.
@@ -82,6 +84,12 @@ Status agree_call(Team &team, strata_coll_t coll, uint64_t size_sig, uint32_t me
 bool votes_host(const Team &team, size_t call_bytes, bool blocking);
 // Whether this rank's buffers of the call are host memory (or it has none).
 bool host_buffers_here(const CollArgs &a);
+// Whether a call's node decides while it runs if every rank's buffers are host memory,
+// and then reduces in the team's host slots instead of the GPU (runner.cc, build_call):
+// a small allreduce (hier_rd) on a one-node GPU team that no agreement hands back
+// (votes_host: a nonblocking or persistent call there, or any with
+// coll_strata_check_args off).
+bool decides_on_host(const Team &team, const CallInfo &i, const Algorithm &alg);
 
 Status hand_back(Team &team, strata_coll_t coll, CallInfo::Mode mode, size_t bytes, strata_handback_t why,
                  const char *detail = "");

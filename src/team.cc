@@ -472,8 +472,16 @@ Status Team::setup_device(std::string *why) {
     return STRATA_OK;
 }
 
-// A GPU team's segment has no slots (its slots are in GPU memory) until it takes them.
-size_t Team::host_region_bytes() const { return host_slots_ ? size_t(kSlotPairs) * 2 * segment_bytes(false) : 0; }
+// A GPU team's segment has no full slots (its slots are in GPU memory) until it takes
+// them: only the small ones of host_call_slot.
+size_t Team::host_region_bytes() const {
+    return size_t(kSlotPairs) * (host_slots_ ? 2 * segment_bytes(false) : kHostCallSlot);
+}
+
+char *Team::host_call_slot(int local, uint64_t seg) const {
+    const size_t pair = host_slots_ ? 2 * segment_bytes(false) : kHostCallSlot;
+    return node_.region(local, false) + (seg % kSlotPairs) * pair;
+}
 
 Status Team::setup_shm(std::string *why) {
     return node_.open(layout_, wire_, control_tag(kSetupTagSub), cfg_.shm_dir, host_region_bytes(), waiter(), why);

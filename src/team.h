@@ -7,6 +7,7 @@
 #ifndef STRATA_TEAM_H
 #define STRATA_TEAM_H
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <memory>
@@ -102,6 +103,17 @@ public:
     // Whole elements of es bytes per segment (at least one).
     size_t segment_elems(size_t es) const { return segment_bytes() / es ? segment_bytes() / es : 1; }
     char *slot(int local, uint64_t seg, int half) const;
+    // Host slots for a GPU team's small calls whose buffers are host memory on every
+    // rank of the node (runner.cc, build_call's host decision): segment g uses slot
+    // g % kSlotPairs of host_call_bytes() in the host segment. A team whose slots are in
+    // GPU memory keeps kSlotPairs of kHostCallSlot bytes per local rank there (one page;
+    // a fixed size, since region sizes must match across the node); one whose host
+    // segment has its full slots uses half 0 of them.
+    static constexpr size_t kHostCallSlot = 2048;
+    size_t host_call_bytes() const {
+        return host_slots_ ? std::min(kHostCallSlot, segment_bytes(false)) : kHostCallSlot;
+    }
+    char *host_call_slot(int local, uint64_t seg) const;
     uint64_t *flag(int local, int which) const { return node_.flag(local, which); }
     // Which local rank's flag (and which of its flags) f is; false when none.
     bool flag_owner(const uint64_t *f, int *local, int *which) const;

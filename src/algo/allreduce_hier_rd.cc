@@ -72,4 +72,34 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a) {
     return STRATA_OK;
 }
 
+// One node, host memory only, whatever the team's memory: each segment of
+// host_call_bytes() is copied into this rank's host slot, READY raised, and every
+// rank folds every slot in local rank order into its output (hier_rd's node sum, the
+// same operands in the same order on every rank), then raises DONE. Return safety: a
+// rank's buffers are read and written only by itself; its slot is reused only after
+// every peer's DONE of the segment that used it (Call::slots_free).
+Status build_allreduce_node_host(Call &c, const CollArgs &a) {
+    Team &team = c.team();
+    Schedule &s = c.schedule();
+    const Layout &l = team.layout();
+    if (l.nnodes() != 1) return fail(STRATA_ERR_INTERNAL, "the host slots serve one node");
+    const size_t es = strata_dtype_size(a.dtype);
+    const Segments sg = take_segments(c, a.count, a.dtype, team.host_call_bytes());
+    const int L = l.my_local_size(), j = l.my_local();
+    MemDomain &dom = host_domain();
+    const char *sbuf = static_cast<const char *>(a.sendbuf);
+    char *rbuf = static_cast<char *>(a.recvbuf);
+    for (uint64_t k = 0; k < sg.n; ++k) {
+        const uint64_t g = sg.first + k;
+        const size_t off = sg.offset(k), cnt = sg.length(k);
+        const StepId in = s.copy(dom, team.host_call_slot(j, g), sbuf + off * es, cnt * es, {c.slots_free(g)});
+        const StepId ready = c.wait_all(kFlagReady, g + 1, j, {s.signal(team.flag(j, kFlagReady), g + 1, {in})});
+        std::vector<const void *> slots;
+        for (int r = 0; r < L; ++r) slots.push_back(team.host_call_slot(r, g));
+        const StepId summed = s.reduce(dom, rbuf + off * es, slots, cnt, a.dtype, a.op, {ready});
+        s.signal(team.flag(j, kFlagDone), g + 1, {summed});
+    }
+    return STRATA_OK;
+}
+
 }  // namespace strata

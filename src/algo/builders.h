@@ -16,6 +16,9 @@ namespace strata {
 
 Status build_allreduce_hier_ring(Call &c, const CollArgs &a);
 Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
+// hier_rd's one-node form in the team's host slots (Team::host_call_slot), for a GPU
+// team's small call on host buffers on every rank of its node (runner.cc).
+Status build_allreduce_node_host(Call &c, const CollArgs &a);
 Status build_allgather_hier_ring(Call &c, const CollArgs &a);
 Status build_allgather_hier_direct(Call &c, const CollArgs &a);
 Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);

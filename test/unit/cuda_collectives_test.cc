@@ -727,10 +727,13 @@ TEST_P(DeviceTeams, EveryCollectiveOnDeviceBuffersMatchesTheHostReference) {
     }
     EXPECT_EQ(strata_test::count_strata_segments(), segments) << "a segment was left in /dev/shm";
     // A device team's slots are in GPU memory: its host segment holds flags and
-    // mailboxes only, 1 KiB per rank in whole pages (at most 5 ranks a node here), not
-    // the 4 x 512 bytes per rank of host slots it would never use.
+    // mailboxes, 1 KiB per rank in whole pages, and a page per rank of small host slots
+    // (Team::host_call_slot), at most 5 ranks a node here. (That the full host slots
+    // are not made, 4 x coll_strata_segment_size per rank, which at this test's 512
+    // bytes would fit the same page, run-device-tests' small-shm section holds at the
+    // default size: a GPU team sets up in an 8 MiB folder.)
     EXPECT_GT(o.log.segments, 0) << "no node segment made (every layout here has a node of 2 ranks or more)";
-    EXPECT_LE(o.log.largest_segment, size_t(8192)) << "a device team's host segment holds slots";
+    EXPECT_LE(o.log.largest_segment, size_t(8192 + 5 * 4096)) << "a device team's host segment holds slots";
     ASSERT_EQ(stats_(&after), 0);
     EXPECT_EQ(after.ipc_open, before.ipc_open) << "IPC mappings left open";
     EXPECT_LE(after.dev_allocs, before.dev_allocs) << "device memory left allocated";

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -261,12 +262,14 @@ GpuCounts minus(const GpuCounts &a, const GpuCounts &b) {
                      a.stream_waits - b.stream_waits, a.stream_writes - b.stream_writes};
 }
 
-// kSmallCalls blocking allreduces of 8 bytes (2 int32) on device buffers, one node of
-// two ranks, after one that sets the team up: what they asked of the GPU, both ranks
-// together, and the first error.
+// kSmallCalls allreduces of 8 bytes (2 int32), one node of two ranks, after a blocking
+// one on device buffers that sets the team up: what they asked of the GPU, both ranks
+// together, and the first error. Blocking on device buffers, or (nonblocking:
+// strata_iallreduce, tested to completion) on host buffers on the ranks below
+// host_ranks, device buffers on the others.
 constexpr int kSmallCalls = 20;
 
-GpuCounts count_small_allreduces(int stream_flags, std::string *error) {
+GpuCounts count_small_allreduces(int stream_flags, std::string *error, bool nonblocking = false, int host_ranks = 0) {
     IpcSelf self;
     ThreadJob job(kRanks);
     std::vector<std::string> errors(kRanks);
@@ -297,14 +300,29 @@ GpuCounts count_small_allreduces(int stream_flags, std::string *error) {
             go = true;
         }
         while (!go.load()) std::this_thread::yield();
-        for (int c = 0; c < kSmallCalls && err.empty(); ++c)
-            if (strata_allreduce(team, send, recv, 2, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK) err = "allreduce";
+        const bool on_host = rank < host_ranks;
+        int32_t host_got[2] = {0, 0};
+        for (int c = 0; c < kSmallCalls && err.empty(); ++c) {
+            const void *in = on_host ? static_cast<const void *>(mine) : send;
+            void *out = on_host ? static_cast<void *>(host_got) : recv;
+            strata_request_t *req = nullptr;
+            strata_status_t st = STRATA_OK;
+            if (!nonblocking) {
+                st = strata_allreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM);
+            } else if ((st = strata_iallreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM, nullptr, &req)) ==
+                       STRATA_OK) {
+                while (!strata_request_test(req, &st)) std::this_thread::yield();
+                strata_request_free(req);
+            }
+            if (st != STRATA_OK) err = std::string("allreduce: ") + strata_status_name(st);
+        }
         if (++finished == kRanks) {
             after = gpu_counts();
             counted = true;
         }
         while (!counted.load()) std::this_thread::yield();  // no rank reads its result before
-        if (err.empty() && (gpu->copy(got, recv, sizeof got, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t) ||
+        if (err.empty() && on_host) memcpy(got, host_got, sizeof got);
+        if (err.empty() && ((!on_host && (gpu->copy(got, recv, sizeof got, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t))) ||
                             got[0] != 1 + 2 || got[1] != 10 + 20))
             err = "wrong sum";
         if (send != nullptr) gpu->release(send);
@@ -349,3 +367,39 @@ TEST(StreamFlags, EightByteDeviceAllreduceAtTheDefaultsLaunchesOnceAndWaitsOnce)
 }
 
 }  // namespace
+
+// A small nonblocking allreduce on host buffers on every rank of a one-node GPU team
+// (runner.cc, decides_on_host): the node decides while the call runs, from the bit
+// each rank publishes with its signature, and reduces in the team's host slots, with
+// nothing of the GPU (before: 1 launch, 3 copies and 1 host wait a call and rank,
+// staged through the GPU). Controls in the same test: with rank 0 on device buffers
+// the same call runs on the GPU, exact; on device buffers everywhere the decision is
+// made at the start, the call is still chained (1 launch a call and rank).
+TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    strata_config_t defaults;
+    strata_config_defaults(&defaults);
+    const long long per = kSmallCalls * kRanks;
+    std::string err;
+    const GpuCounts host = count_small_allreduces(defaults.stream_flags, &err, true, kRanks);
+    EXPECT_EQ(err, "") << "host buffers everywhere";
+    printf("per call and rank, host buffers: %.2f launches, %.2f copies, %.2f host waits\n",
+           double(host.launches) / per, double(host.copies) / per, double(host.host_waits) / per);
+    EXPECT_EQ(host.launches, 0);
+    EXPECT_EQ(host.copies, 0);
+    EXPECT_EQ(host.host_waits, 0);
+    EXPECT_EQ(host.stream_writes, 0);
+    err.clear();
+    const GpuCounts mixed = count_small_allreduces(defaults.stream_flags, &err, true, 1);
+    EXPECT_EQ(err, "") << "rank 0 on host buffers, rank 1 on the GPU";
+    printf("per call and rank, mixed: %.2f launches, %.2f copies, %.2f host waits\n", double(mixed.launches) / per,
+           double(mixed.copies) / per, double(mixed.host_waits) / per);
+    EXPECT_EQ(mixed.launches, per) << "a rank on the GPU: the node stays on the GPU";
+    err.clear();
+    const GpuCounts device = count_small_allreduces(defaults.stream_flags, &err, true, 0);
+    EXPECT_EQ(err, "") << "device buffers everywhere";
+    printf("per call and rank, device: %.2f launches, %.2f copies, %.2f host waits\n", double(device.launches) / per,
+           double(device.copies) / per, double(device.host_waits) / per);
+    EXPECT_EQ(device.launches, per);
+    EXPECT_LE(device.host_waits, per);
+}
