@@ -277,6 +277,7 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
             // Chained with sends and receives (no waits on the lane): a receive's own copy
             // into device memory may go on the lane (P2PChannel::test_recv_queued).
             const bool onto_lane = s.kind == Kind::Recv && run_.chained && !run_.lane_waits;
+            if (onto_lane) STRATA_CHECK(follow());
             bool queued = false;
             const Status st = s.kind == Kind::Send ? ch.test(s.req, &done)
                               : onto_lane          ? ch.test_recv_queued(s.req, &done, s.n, *chain_lane_, &queued)
@@ -477,10 +478,8 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
             if (r.on_lane[i] && r.unqueued[i] == 0 && steps_[i].state != State::Done)
                 r.lane_ready.push_back(static_cast<StepId>(i));
     }
-    if (r.chained) {
-        const Status followed = chain_lane_->follow_application();
-        if (followed != STRATA_OK) return followed;
-    }
+    r.followed = false;  // at the first lane step that does work (queue): a run whose
+                         // lane steps are all skipped (a branch not taken) asks nothing of the GPU
     r.cursor = 0;
     r.queued.clear();
     r.batches.clear();
@@ -580,7 +579,7 @@ void Schedule::lane_queued(StepId id) {
         const StepId d = r.dependents[k];
         if (r.on_lane[d]) {
             lane_dep_met(d);
-        } else if (!r.relaxed[d] && !apart(steps_[id], steps_[d])) {  // one of the two never runs
+        } else if (!r.relaxed[d]) {
             r.batch_due = true;
         } else if (--r.pending[d] == 0) {
             r.active.push_back(d);
@@ -599,21 +598,16 @@ void Schedule::choose_lane_steps() {
     const size_t n = steps_.size();
     auto device = [this](const Step &s) { return (s.kind == Kind::Copy || s.kind == Kind::Reduce) && s.dom == chain_dom_; };
     auto flagish = [](const Step &s) { return s.kind == Kind::Nop || s.kind == Kind::Signal || s.kind == Kind::Wait; };
-    // A step does not follow or lead device work through a step of the other branch of
-    // its decision (apart).
     std::vector<uint8_t> after(n, 0), leads(n, 0);
     for (size_t i = 0; i < n; ++i) {
         const Step &s = steps_[i];
         after[i] = device(s);
-        for (uint32_t d = 0; d < s.dep_count && !after[i]; ++d) {
-            const StepId dep = deps_[s.dep_begin + d];
-            after[i] = flagish(s) && after[dep] && !apart(s, steps_[dep]);
-        }
+        for (uint32_t d = 0; d < s.dep_count && !after[i]; ++d) after[i] = flagish(s) && after[deps_[s.dep_begin + d]];
     }
     for (size_t i = n; i-- > 0;)
         for (uint32_t k = r.first_dependent[i]; k < r.first_dependent[i + 1] && !leads[i]; ++k) {
             const Step &d = steps_[r.dependents[k]];
-            leads[i] = !apart(steps_[i], d) && (device(d) || (flagish(d) && leads[r.dependents[k]]));
+            leads[i] = device(d) || (flagish(d) && leads[r.dependents[k]]);
         }
     r.on_lane.assign(n, 0);
     // Per kind of flag (FlagKinds), the highest value signalled so far in build order.
@@ -706,11 +700,19 @@ void Schedule::lane_step_done(StepId id) {
     }
 }
 
+// Before the run's first work on the lane: the lane follows the application's stream.
+Status Schedule::follow() {
+    if (run_.followed) return STRATA_OK;
+    run_.followed = true;
+    return chain_lane_->follow_application();
+}
+
 // Queues step id on the lane (a skipped branch's step and a join queue nothing).
 Status Schedule::queue(StepId id, bool *moved) {
     Step &s = steps_[id];
     const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
     const Kind does = skipped ? Kind::Nop : s.kind;
+    if (does != Kind::Nop) STRATA_CHECK(follow());
     run_.batch_works = run_.batch_works || does != Kind::Nop;
     switch (does) {
         case Kind::Copy: {

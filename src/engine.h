@@ -183,6 +183,13 @@ public:
     void always() { cond_ = kNoStep; }
     // The decision the steps added now depend on (when), or kNoStep.
     StepId branch() const { return cond_; }
+    // Each signal follows the flag's previous one (signal()). A decision's last branch
+    // may be built as if the branches before it were not (they never run with it): take
+    // the order before the first, and give it back before the last. Nothing may be built
+    // after that branch, since it would not follow the others' signals.
+    using SignalOrder = std::vector<std::pair<uint64_t *, StepId>>;
+    SignalOrder signal_order() const { return last_signal_; }
+    void restore_signal_order(SignalOrder order) { last_signal_ = std::move(order); }
 
     // Runs every step to completion, sends and receives over channel ch. On an error
     // (a step failed, or watch said to stop) started receives are cancelled, started
@@ -245,10 +252,8 @@ private:
         void *req;
         Ticket ticket;
     };
-    // Steps of the two branches of one decision: never both run (a signal of one may
-    // follow the other's, Schedule::signal, which says nothing about the lane).
-    static bool apart(const Step &a, const Step &b) { return a.cond != kNoStep && a.cond == b.cond && a.want != b.want; }
     StepId add(Step s, const Deps &deps);
+    Status follow();
     StepId transfer(Kind kind, void *buf, size_t bytes, int peer, int tag, const Deps &deps, bool even_empty);
     Status advance(Step &s, P2PChannel &ch, bool *moved);
     Status pass(bool *moved);
@@ -316,6 +321,7 @@ private:
         // counts a lane step's dependencies neither done nor queued, lane_ready[lane_head,
         // end) are the lane steps ready to queue.
         bool chained = false, lane_waits = false;
+        bool followed = false;  // the lane follows the application's stream (before its first work)
         std::vector<uint8_t> on_lane;
         // Without waits on the lane: the host steps that count a lane dependency as met
         // once it is queued (relaxed, see the top), and the lane steps not queued yet.

@@ -229,19 +229,21 @@ bool CallQueue::signed_in() const {
     return true;
 }
 
-bool CallQueue::node_on_host(bool *yes) const {
+Status CallQueue::node_on_host(double *since, bool *known, bool *yes) {
+    if (*since == 0) *since = now_seconds();
+    STRATA_CHECK(check_signed_in(*since, known));
+    if (!*known) return STRATA_OK;
     const Layout &l = team_.layout();
     const uint64_t n = team_.call_number();
     bool all = true;
     for (int r = 0; r < l.my_local_size(); ++r) {
-        const uint64_t v = __atomic_load_n(team_.flag(r, sig_flag(n)), __ATOMIC_ACQUIRE);
-        if ((v >> 32) != (n & 0xffffffffu)) return false;
+        const uint32_t v = uint32_t(__atomic_load_n(team_.flag(r, sig_flag(n)), __ATOMIC_ACQUIRE));
         // A peer that passed another size, type or op (end_call says so) may not have
         // built the decision at all: the node then stays on the GPU with it.
-        all = all && (uint32_t(v) & 1u) != 0 && (uint32_t(v) & ~1u) == sig_;
+        all = all && (v & 1u) != 0 && (v & ~1u) == sig_;
     }
     *yes = all;
-    return true;
+    return STRATA_OK;
 }
 
 Status CallQueue::signature_deadline(double waited) {

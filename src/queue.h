@@ -50,12 +50,15 @@ public:
     // that end_call compares them all: a rank that needs nothing from its peers (a
     // bcast root) cannot end a mismatched call unchecked.
     bool signed_in() const;
-    // The node's host decision of the current call (runner.cc, build_call): false while
-    // a node peer has not begun it; else true, and *yes: every rank of the node voted
-    // for it (its buffers are host memory: bit 0 of its signature) with this rank's
-    // signature. The same on every rank of the node once known: the signatures of a
-    // call stay published until every rank of the node has begun the call after it.
-    bool node_on_host(bool *yes) const;
+    // The node's host decision of the current call (runner.cc, build_call), polled:
+    // *known stays false while a node peer has not begun the call; then *yes: every
+    // rank of the node voted for it (its buffers are host memory: bit 0 of its
+    // signature) with this rank's signature. The same on every rank of the node once
+    // known: the signatures of a call stay published until every rank of the node has
+    // begun the call after it. *since: 0 at the first poll of a run (set then). A node
+    // peer's failure, or the deadline counted from *since (which names the rank that
+    // never began the call), is returned as the call's error.
+    Status node_on_host(double *since, bool *known, bool *yes);
 
     // ---- calls that complete later (nonblocking and persistent collectives)
     // A team runs one call at a time, in the order they were submitted: MPI's order of

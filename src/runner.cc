@@ -203,11 +203,15 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
     Schedule &s = call.schedule();
     StepId decided = kNoStep;
     const uint64_t first_segment = call.segments_taken();
+    const Schedule::SignalOrder first_signals = s.signal_order();
     if (decides_on_host(team, i, alg)) {
         CallQueue &queue = calls_of(team);
-        decided = s.poll([&call, &queue](bool *done, bool *outcome) {
+        decided = s.poll([&call, &queue, since = 0.0, run = uint64_t(0)](bool *done, bool *outcome) mutable {
+            if (run != call.number()) since = 0;  // a persistent call's next start
+            run = call.number();
             bool yes = false;
-            *done = !call.info.host_here || queue.node_on_host(&yes);
+            *done = true;
+            if (call.info.host_here) STRATA_CHECK(queue.node_on_host(&since, done, &yes));
             *outcome = call.info.on_host = *done && call.info.host_here && yes;
             return STRATA_OK;
         });
@@ -225,9 +229,12 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
     if (decided != kNoStep) {
         // Branches do not nest: the algorithm must have left the decision's open.
         if (s.branch() != decided) return fail(STRATA_ERR_INTERNAL, "a node host decision around a branching algorithm");
+        // Built last, numbered and ordered as if the GPU branch were not: its flags'
+        // signals do not follow the GPU branch's (which would put them on the lane).
         s.start_after(kNoStep);
         s.when(decided, true);
         call.number_segments_from(first_segment);
+        s.restore_signal_order(first_signals);
         STRATA_CHECK(build_allreduce_node_host(call, args));
         s.always();
     }

@@ -389,6 +389,7 @@ TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu)
     EXPECT_EQ(host.copies, 0);
     EXPECT_EQ(host.host_waits, 0);
     EXPECT_EQ(host.stream_writes, 0);
+    EXPECT_EQ(host.stream_waits, 0) << "the lane followed the application's stream with nothing to queue";
     err.clear();
     const GpuCounts mixed = count_small_allreduces(defaults.stream_flags, &err, true, 1);
     EXPECT_EQ(err, "") << "rank 0 on host buffers, rank 1 on the GPU";
@@ -402,4 +403,53 @@ TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu)
            double(device.copies) / per, double(device.host_waits) / per);
     EXPECT_EQ(device.launches, per);
     EXPECT_LE(device.host_waits, per);
+}
+
+// The node's host decision waits for every node peer's signature: a peer that never
+// starts the call ends it at the deadline (coll_strata_timeout), with a line that names
+// that rank, never a hang. Rank 1 sets the team up and then makes no call until rank
+// 0's has ended.
+TEST(StreamFlags, AHostDecisionWhoseNodePeerNeverStartsEndsAtTheDeadline) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    IpcSelf self;
+    ThreadJob job(kRanks);
+    std::vector<std::string> errors(kRanks);
+    strata_status_t status = STRATA_OK;
+    std::string said;
+    std::atomic<bool> ended{false};
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
+        strata_transport_t tp = job.transport(rank);
+        strata_config_t cfg = strata_test::host_test_config();
+        cfg.timeout = 0.5;
+        strata_team_t *team = nullptr;
+        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
+        void *dev = nullptr;
+        const int32_t one = 1;
+        strata::Ticket t;
+        if (err.empty() && (gpu->alloc(sizeof one, &dev) != STRATA_OK || gpu->copy(dev, &one, sizeof one, &t) != STRATA_OK ||
+                            strata::wait_ticket(*gpu, &t)))
+            err = "device buffer";
+        if (err.empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+            err = "the allreduce that sets the team up";
+        if (rank == 0 && err.empty()) {
+            int32_t in = 1, out = 0;
+            strata_request_t *req = nullptr;
+            status = strata_iallreduce(team, &in, &out, 1, STRATA_INT32, STRATA_OP_SUM, nullptr, &req);
+            if (status == STRATA_OK) {
+                while (!strata_request_test(req, &status)) std::this_thread::yield();
+                strata_request_free(req);
+            }
+            said = strata_team_last_error(team);
+        }
+        if (rank == 0) ended = true;
+        while (!ended.load()) std::this_thread::yield();
+        if (dev != nullptr) gpu->release(dev);
+        if (team != nullptr) strata_team_destroy(team);
+    });
+    for (const std::string &e : errors) EXPECT_EQ(e, "");
+    EXPECT_EQ(status, STRATA_ERR_TIMEOUT);
+    EXPECT_NE(said.find("coll_strata_timeout"), std::string::npos) << said;
+    EXPECT_NE(said.find("waiting for rank 1 to begin this call"), std::string::npos) << said;
 }
