@@ -125,6 +125,7 @@ void Call::Buffer::drop() {
 
 char *Call::scratch(size_t bytes) { return scratch_.reserve(team_.domain(), bytes); }
 char *Call::scratch2(size_t bytes) { return scratch2_.reserve(team_.domain(), bytes); }
+char *Call::host_scratch(size_t bytes) { return host_scratch_.reserve(host_domain(), bytes); }
 
 BufferCopies &Call::copies() {
     if (!copies_) copies_.reset(new BufferCopies);

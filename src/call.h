@@ -125,6 +125,9 @@ public:
     // A second private buffer, for an algorithm that composes another one (which
     // takes scratch() for itself). Same lifetime rule.
     char *scratch2(size_t bytes);
+    // Private host memory, whatever the team's memory (a branch that runs on the host
+    // on a GPU team: runner.cc, decides_on_host). Same lifetime rule.
+    char *host_scratch(size_t bytes);
     // Copies of this rank's buffers in the team's memory kind (copies.h).
     BufferCopies &copies();
 
@@ -175,7 +178,7 @@ private:
     std::vector<const char *> peer_bufs_;  // sized once per build: LateSrc bases point into it
     std::vector<const char *> peer_outs_;  // the same for the outputs (map_peers' out)
     Schedule sched_;
-    Buffer scratch_, scratch2_;
+    Buffer scratch_, scratch2_, host_scratch_;
     std::unique_ptr<BufferCopies> copies_;
 };
 

@@ -235,7 +235,7 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
         s.when(decided, true);
         call.number_segments_from(first_segment);
         s.restore_signal_order(first_signals);
-        STRATA_CHECK(build_allreduce_node_host(call, args));
+        STRATA_CHECK(node_host_builder(i.coll, alg.build)(call, args));
         s.always();
     }
     team.dump_schedule(s, i.coll, alg.name, i.call_bytes);
@@ -246,9 +246,10 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
 // Agreed on the node: the collective, the team's memory and layout, the algorithm,
 // the size and the mode are (a peer that passed another size sees the signatures
 // differ, and its node stays on the GPU: CallQueue::node_on_host), and so are the
-// settings votes_host reads.
+// settings votes_host reads. The algorithms that have a host form never branch
+// themselves at these sizes (build_call).
 bool decides_on_host(const Team &team, const CallInfo &i, const Algorithm &alg) {
-    return i.coll == STRATA_COLL_ALLREDUCE && alg.build == build_allreduce_hier_rd && team.ready() &&
+    return node_host_builder(i.coll, alg.build) != nullptr && team.ready() &&
            team.device() && team.layout().nnodes() == 1 && i.call_bytes > 0 &&
            i.call_bytes <= team.config().small_msg_size && !votes_host(team, i.call_bytes, i.mode == CallInfo::Blocking);
 }

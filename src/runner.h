@@ -86,7 +86,8 @@ bool votes_host(const Team &team, size_t call_bytes, bool blocking);
 bool host_buffers_here(const CollArgs &a);
 // Whether a call's node decides while it runs if every rank's buffers are host memory,
 // and then reduces in the team's host slots instead of the GPU (runner.cc, build_call):
-// a small allreduce (hier_rd) on a one-node GPU team that no agreement hands back
+// a small allreduce or reduce_scatter (hier_rd: node_host_builder) on a one-node GPU
+// team that no agreement hands back
 // (votes_host: a nonblocking or persistent call there, or any with
 // coll_strata_check_args off).
 bool decides_on_host(const Team &team, const CallInfo &i, const Algorithm &alg);

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "algo/algo.h"
 #include "args.h"
 #include "call.h"
 #include "engine.h"
@@ -19,6 +20,12 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 // hier_rd's one-node form in the team's host slots (Team::host_call_slot), for a GPU
 // team's small call on host buffers on every rank of its node (runner.cc).
 Status build_allreduce_node_host(Call &c, const CollArgs &a);
+// The same for reduce_scatter's hier_rd: the whole vector so, then this rank's range.
+Status build_reduce_scatter_node_host(Call &c, const CollArgs &a);
+// The host form (above) of a collective's algorithm, for a GPU team's small call on
+// host buffers on every rank of its one node; nullptr where it has none (runner.cc,
+// decides_on_host).
+BuildFn node_host_builder(strata_coll_t coll, BuildFn alg);
 Status build_allgather_hier_ring(Call &c, const CollArgs &a);
 Status build_allgather_hier_direct(Call &c, const CollArgs &a);
 Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);

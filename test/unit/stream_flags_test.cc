@@ -265,11 +265,13 @@ GpuCounts minus(const GpuCounts &a, const GpuCounts &b) {
 // kSmallCalls allreduces of 8 bytes (2 int32), one node of two ranks, after a blocking
 // one on device buffers that sets the team up: what they asked of the GPU, both ranks
 // together, and the first error. Blocking on device buffers, or (nonblocking:
-// strata_iallreduce, tested to completion) on host buffers on the ranks below
-// host_ranks, device buffers on the others.
+// strata_iallreduce, tested to completion; persistent: one such request started
+// kSmallCalls times) on host buffers on the ranks below host_ranks, device buffers on
+// the others.
 constexpr int kSmallCalls = 20;
+enum class Mode { Blocking, Nonblocking, Persistent };
 
-GpuCounts count_small_allreduces(int stream_flags, std::string *error, bool nonblocking = false, int host_ranks = 0) {
+GpuCounts count_small_allreduces(int stream_flags, std::string *error, Mode mode = Mode::Blocking, int host_ranks = 0) {
     IpcSelf self;
     ThreadJob job(kRanks);
     std::vector<std::string> errors(kRanks);
@@ -302,20 +304,29 @@ GpuCounts count_small_allreduces(int stream_flags, std::string *error, bool nonb
         while (!go.load()) std::this_thread::yield();
         const bool on_host = rank < host_ranks;
         int32_t host_got[2] = {0, 0};
+        const void *in = on_host ? static_cast<const void *>(mine) : send;
+        void *out = on_host ? static_cast<void *>(host_got) : recv;
+        strata_request_t *kept = nullptr;  // the persistent request
+        strata_start_t persistent{};
+        persistent.persistent = 1;
+        if (err.empty() && mode == Mode::Persistent &&
+            strata_iallreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM, &persistent, &kept) != STRATA_OK)
+            err = "the persistent allreduce";
         for (int c = 0; c < kSmallCalls && err.empty(); ++c) {
-            const void *in = on_host ? static_cast<const void *>(mine) : send;
-            void *out = on_host ? static_cast<void *>(host_got) : recv;
-            strata_request_t *req = nullptr;
+            strata_request_t *req = kept;
             strata_status_t st = STRATA_OK;
-            if (!nonblocking) {
+            if (mode == Mode::Blocking) {
                 st = strata_allreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM);
-            } else if ((st = strata_iallreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM, nullptr, &req)) ==
+            } else if ((st = mode == Mode::Persistent
+                                 ? strata_request_start(kept)
+                                 : strata_iallreduce(team, in, out, 2, STRATA_INT32, STRATA_OP_SUM, nullptr, &req)) ==
                        STRATA_OK) {
                 while (!strata_request_test(req, &st)) std::this_thread::yield();
-                strata_request_free(req);
+                if (mode == Mode::Nonblocking) strata_request_free(req);
             }
             if (st != STRATA_OK) err = std::string("allreduce: ") + strata_status_name(st);
         }
+        if (kept != nullptr) strata_request_free(kept);
         if (++finished == kRanks) {
             after = gpu_counts();
             counted = true;
@@ -381,7 +392,7 @@ TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu)
     strata_config_defaults(&defaults);
     const long long per = kSmallCalls * kRanks;
     std::string err;
-    const GpuCounts host = count_small_allreduces(defaults.stream_flags, &err, true, kRanks);
+    const GpuCounts host = count_small_allreduces(defaults.stream_flags, &err, Mode::Nonblocking, kRanks);
     EXPECT_EQ(err, "") << "host buffers everywhere";
     printf("per call and rank, host buffers: %.2f launches, %.2f copies, %.2f host waits\n",
            double(host.launches) / per, double(host.copies) / per, double(host.host_waits) / per);
@@ -391,13 +402,19 @@ TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu)
     EXPECT_EQ(host.stream_writes, 0);
     EXPECT_EQ(host.stream_waits, 0) << "the lane followed the application's stream with nothing to queue";
     err.clear();
-    const GpuCounts mixed = count_small_allreduces(defaults.stream_flags, &err, true, 1);
+    const GpuCounts kept = count_small_allreduces(defaults.stream_flags, &err, Mode::Persistent, kRanks);
+    EXPECT_EQ(err, "") << "persistent, host buffers everywhere";
+    printf("per start and rank, persistent on host buffers: %.2f launches, %.2f copies, %.2f host waits\n",
+           double(kept.launches) / per, double(kept.copies) / per, double(kept.host_waits) / per);
+    EXPECT_EQ(kept.launches + kept.copies + kept.host_waits + kept.stream_waits, 0) << "a persistent call decides at every start";
+    err.clear();
+    const GpuCounts mixed = count_small_allreduces(defaults.stream_flags, &err, Mode::Nonblocking, 1);
     EXPECT_EQ(err, "") << "rank 0 on host buffers, rank 1 on the GPU";
     printf("per call and rank, mixed: %.2f launches, %.2f copies, %.2f host waits\n", double(mixed.launches) / per,
            double(mixed.copies) / per, double(mixed.host_waits) / per);
     EXPECT_EQ(mixed.launches, per) << "a rank on the GPU: the node stays on the GPU";
     err.clear();
-    const GpuCounts device = count_small_allreduces(defaults.stream_flags, &err, true, 0);
+    const GpuCounts device = count_small_allreduces(defaults.stream_flags, &err, Mode::Nonblocking, 0);
     EXPECT_EQ(err, "") << "device buffers everywhere";
     printf("per call and rank, device: %.2f launches, %.2f copies, %.2f host waits\n", double(device.launches) / per,
            double(device.copies) / per, double(device.host_waits) / per);
@@ -452,4 +469,64 @@ TEST(StreamFlags, AHostDecisionWhoseNodePeerNeverStartsEndsAtTheDeadline) {
     EXPECT_EQ(status, STRATA_ERR_TIMEOUT);
     EXPECT_NE(said.find("coll_strata_timeout"), std::string::npos) << said;
     EXPECT_NE(said.find("waiting for rank 1 to begin this call"), std::string::npos) << said;
+}
+
+// reduce_scatter's host form (the whole vector reduced in the host slots, then this
+// rank's range): 20 nonblocking calls of 3 int32 split 2 + 1 over one node of 2, host
+// buffers on both ranks, ask nothing of the GPU and are exact.
+TEST(StreamFlags, SmallNonblockingHostReduceScatterOnADeviceTeamAsksNothingOfTheGpu) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    IpcSelf self;
+    ThreadJob job(kRanks);
+    std::vector<std::string> errors(kRanks);
+    std::atomic<int> ready{0}, finished{0};
+    std::atomic<bool> go{false}, counted{false};
+    GpuCounts before, after;
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
+        strata_transport_t tp = job.transport(rank);
+        strata_config_t cfg = strata_test::host_test_config();
+        strata_team_t *team = nullptr;
+        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
+        void *dev = nullptr;
+        const int32_t one = 1;
+        strata::Ticket t;
+        if (err.empty() && (gpu->alloc(sizeof one, &dev) != STRATA_OK || gpu->copy(dev, &one, sizeof one, &t) != STRATA_OK ||
+                            strata::wait_ticket(*gpu, &t)))
+            err = "device buffer";
+        if (err.empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+            err = "the allreduce that sets the team up";
+        if (++ready == kRanks) {
+            before = gpu_counts();
+            go = true;
+        }
+        while (!go.load()) std::this_thread::yield();
+        const size_t counts[kRanks] = {2, 1};
+        const int32_t in[3] = {rank + 1, 10 * (rank + 1), 100 * (rank + 1)};
+        int32_t out[2] = {0, 0};
+        for (int c = 0; c < kSmallCalls && err.empty(); ++c) {
+            strata_request_t *req = nullptr;
+            strata_status_t st = strata_ireduce_scatter(team, in, out, counts, STRATA_INT32, STRATA_OP_SUM, nullptr, &req);
+            if (st == STRATA_OK) {
+                while (!strata_request_test(req, &st)) std::this_thread::yield();
+                strata_request_free(req);
+            }
+            if (st != STRATA_OK) err = std::string("reduce_scatter: ") + strata_status_name(st);
+        }
+        if (++finished == kRanks) {
+            after = gpu_counts();
+            counted = true;
+        }
+        while (!counted.load()) std::this_thread::yield();
+        const bool exact = rank == 0 ? out[0] == 1 + 2 && out[1] == 10 + 20 : out[0] == 100 + 200;
+        if (err.empty() && !exact) err = "wrong sums";
+        if (dev != nullptr) gpu->release(dev);
+        if (team != nullptr) strata_team_destroy(team);
+    });
+    for (const std::string &e : errors) EXPECT_EQ(e, "");
+    const GpuCounts used = minus(after, before);
+    printf("reduce_scatter on host buffers, all calls and ranks: %lld launches, %lld copies, %lld host waits\n",
+           used.launches, used.copies, used.host_waits);
+    EXPECT_EQ(used.launches + used.copies + used.host_waits + used.stream_waits, 0);
 }
