@@ -203,8 +203,9 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
     Schedule &s = call.schedule();
     StepId decided = kNoStep;
     const uint64_t first_segment = call.segments_taken();
-    const Schedule::SignalOrder first_signals = s.signal_order();
+    Schedule::SignalOrder first_signals;
     if (decides_on_host(team, i, alg)) {
+        first_signals = s.signal_order();
         CallQueue &queue = calls_of(team);
         decided = s.poll([&call, &queue, since = 0.0, run = uint64_t(0)](bool *done, bool *outcome) mutable {
             if (run != call.number()) since = 0;  // a persistent call's next start

@@ -10,46 +10,39 @@
 
 namespace strata {
 
-Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a) {
-    Team &team = c.team();
-    const size_t es = strata_dtype_size(a.dtype);
-    char *whole = c.scratch2(a.count * es);
-    if (!whole) return fail(STRATA_ERR_NOMEM, "reduce_scatter staging buffer");
-    CollArgs all = a;
-    all.recvbuf = whole;
-    all.in_place = false;
-    STRATA_CHECK(build_allreduce_hier_rd(c, all));
-
-    // The rank's range starts after every lower rank's count.
-    size_t offset = 0;
-    for (int r = 0; r < team.rank(); ++r) offset += a.counts[r];
-    Schedule &s = c.schedule();
-    std::vector<StepId> everything(s.size());
-    for (size_t i = 0; i < everything.size(); ++i) everything[i] = StepId(i);
-    s.copy(team.domain(), a.recvbuf, whole + offset * es, a.counts[team.rank()] * es,
-           everything);
-    return STRATA_OK;
-}
-
-// The host form (build_allreduce_node_host, in host scratch), then this rank's range,
-// after every step of the branch.
-Status build_reduce_scatter_node_host(Call &c, const CollArgs &a) {
+namespace {
+// The whole vector allreduced by `allreduce` into whole (memory of dom), then this
+// rank's range copied out after every step that built (the rank's range starts after
+// every lower rank's count).
+Status keep_my_range(Call &c, const CollArgs &a, char *whole, MemDomain &dom, BuildFn allreduce) {
     Team &team = c.team();
     Schedule &s = c.schedule();
     const size_t es = strata_dtype_size(a.dtype);
-    char *whole = c.host_scratch(a.count * es);
-    if (!whole) return fail(STRATA_ERR_NOMEM, "reduce_scatter host staging buffer");
     CollArgs all = a;
     all.recvbuf = whole;
     all.in_place = false;
     const size_t first = s.size();
-    STRATA_CHECK(build_allreduce_node_host(c, all));
+    STRATA_CHECK(allreduce(c, all));
     size_t offset = 0;
     for (int r = 0; r < team.rank(); ++r) offset += a.counts[r];
-    std::vector<StepId> branch;
-    for (size_t i = first; i < s.size(); ++i) branch.push_back(StepId(i));
-    s.copy(host_domain(), a.recvbuf, whole + offset * es, a.counts[team.rank()] * es, branch);
+    std::vector<StepId> built;
+    for (size_t i = first; i < s.size(); ++i) built.push_back(StepId(i));
+    s.copy(dom, a.recvbuf, whole + offset * es, a.counts[team.rank()] * es, built);
     return STRATA_OK;
+}
+}  // namespace
+
+Status build_reduce_scatter_hier_rd(Call &c, const CollArgs &a) {
+    char *whole = c.scratch2(a.count * strata_dtype_size(a.dtype));
+    if (!whole) return fail(STRATA_ERR_NOMEM, "reduce_scatter staging buffer");
+    return keep_my_range(c, a, whole, c.team().domain(), build_allreduce_hier_rd);
+}
+
+// The host form: build_allreduce_node_host into host scratch, then this rank's range.
+Status build_reduce_scatter_node_host(Call &c, const CollArgs &a) {
+    char *whole = c.host_scratch(a.count * strata_dtype_size(a.dtype));
+    if (!whole) return fail(STRATA_ERR_NOMEM, "reduce_scatter host staging buffer");
+    return keep_my_range(c, a, whole, host_domain(), build_allreduce_node_host);
 }
 
 BuildFn node_host_builder(strata_coll_t coll, BuildFn alg) {
