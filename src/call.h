@@ -90,6 +90,9 @@ public:
     // the head of the queue, after setup (runner.cc): STRATA_OK serves it (built, on_end
     // set), STRATA_FALLBACK hands it back. Cleared once it is served.
     std::function<Status()> decide;
+    // The call was counted as one at which the team asks again which ranks have a GPU
+    // (Team::count_call): asked at the head of the queue, before decide.
+    bool asks_gpus = false;
     // Asked at the head of the queue, after decide, each time the call is to start (a
     // persistent call: at every start) until *done (agree_call.h: the
     // coll_strata_check_args agreement, in steps). STRATA_OK starts the call; any other

@@ -100,6 +100,13 @@ Status CallQueue::decide_head(Call &call, bool *waits) {
             *waits = true;
             return STRATA_OK;
         }
+        if (call.asks_gpus) {  // after every earlier call and every earlier setup step
+            call.asks_gpus = false;
+            if (team_.start_asking_again() && !team_.advance_setup()) {
+                *waits = true;
+                return STRATA_OK;
+            }
+        }
         // A gate already here (coll_strata_check_args) agrees the call before it is
         // decided: the hand-backs look at its size, type and op, which only the
         // agreement makes the same everywhere. A team that is off decides alike

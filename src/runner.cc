@@ -342,7 +342,8 @@ bool host_buffers_here(const CollArgs &a) {
 }
 
 Status serve(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet, Call *into);
-Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet);
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet,
+                       bool asks_gpus = false);
 
 // Sets up the team if needed (blocking calls), picks the algorithm (setting or rule),
 // builds, and runs the call (blocking) or queues it (nonblocking, persistent).
@@ -392,8 +393,20 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         return hand_back(team, coll, start.mode, bytes, STRATA_HANDBACK_NOT_SET_UP);
     } else if (team.stepped() || team.never_set_up()) {
         // Setup agrees among all ranks, which a nonblocking call must not wait for: it
-        // runs in steps, and the call waits for it in the team's queue.
-        return queue_undecided(team, coll, args, start, keep.quiet);
+        // runs in steps, and the call waits for it in the team's queue. Counted as a
+        // blocking call is (Team::count_call; a first setup counts the call that starts
+        // it): whether it asks again about GPUs is decided at the head of the queue,
+        // where setup has ended and recheck_gpus_ is agreed.
+        const bool doubling = team.stepped() && !start.by_stack && team.count_call();
+        return queue_undecided(team, coll, args, start, keep.quiet, doubling);
+    } else if (!start.by_stack && team.count_call() && team.asks_again()) {
+        // Not every rank had a GPU when the team was set up (a communicator made before
+        // the application chose its GPUs) and this is its 2nd, 4th, 8th... call: asked
+        // again, in steps, as a blocking call asks in ensure_setup. Without this a
+        // communicator that only ever sees nonblocking or persistent calls would hand
+        // every GPU call back for good.
+        team.start_private_steps();
+        return queue_undecided(team, coll, args, start, keep.quiet, true);
     } else if (!team.ready()) {  // set up (at a blocking call or the creation) and off
         return hand_back(team, coll, start.mode, bytes, team.broken() ? STRATA_HANDBACK_FAILED : STRATA_HANDBACK_OFF);
     } else if (!start.by_stack && (team.own_comm_due() || (team.agrees_calls() && !team.hands_back_queued()))) {
@@ -435,7 +448,8 @@ Status decide_queued(Team &team, strata_coll_t coll, const CollArgs &args, CallI
 // per-rank arrays live only as long as the call) and decided at the head of the queue.
 // A call handed back there completes with STRATA_FALLBACK, and the glue starts it in
 // the previous component on the team's own communicator, in the queue's order.
-Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet) {
+Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, const Start &start, bool quiet,
+                       bool asks_gpus) {
     if (team.stepped() || team.never_set_up()) team.start_setup_steps();
     struct Saved {
         CollArgs a;
@@ -464,6 +478,7 @@ Status queue_undecided(Team &team, strata_coll_t coll, const CollArgs &args, con
     call.info.coll = coll;
     const CallInfo::Mode mode = start.mode;
     const bool by_stack = start.by_stack;
+    call.asks_gpus = asks_gpus;
     call.decide = [&team, coll, saved, mode, by_stack, quiet, &call]() {
         return decide_queued(team, coll, saved->a, mode, by_stack, quiet, call);
     };

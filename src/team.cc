@@ -101,10 +101,25 @@ Waiter Team::waiter() {
 void Team::start_setup_steps() {
     if (stepped_) return;
     stepped_ = true;
-    // The body's first stretch runs now, inside the call that started it, so that the
-    // team's own communicator is begun in the application's order of calls.
-    steps_.reset(new Fiber([this] { (void)ensure_setup(true); }));
+    run_steps([this] { (void)ensure_setup(true); });
+}
+
+// The body's first stretch runs now, inside the call that started it, so that the
+// team's own communicator is begun in the application's order of calls.
+void Team::run_steps(std::function<void()> body) {
+    steps_.reset(new Fiber(std::move(body)));
     advance_setup();
+}
+
+void Team::start_private_steps() {
+    stepped_ = true;
+    if (!steps_) run_steps([this] { (void)open_private(); });
+}
+
+bool Team::start_asking_again() {
+    if (!asks_again()) return false;
+    run_steps([this] { (void)set_up(true, true); });
+    return true;
 }
 
 bool Team::advance_setup() {
@@ -134,9 +149,15 @@ bool Team::defer_setup(size_t call_bytes) {
     return true;
 }
 
-Status Team::ensure_setup(bool blocking_call) {
+bool Team::count_call() {
     ++setup_calls_;
-    const bool ask_again = recheck_gpus_ && (setup_calls_ & (setup_calls_ - 1)) == 0;
+    return (setup_calls_ & (setup_calls_ - 1)) == 0;
+}
+
+Status Team::ensure_setup(bool blocking_call) { return set_up(blocking_call, count_call()); }
+
+Status Team::set_up(bool blocking_call, bool doubling) {
+    const bool ask_again = recheck_gpus_ && doubling;
     if (setup_ == Setup::Failed || (setup_ == Setup::Off && !ask_again)) return STRATA_FALLBACK;
     // Messages go over the communicator itself while nothing of strata's stays posted on
     // it between calls and the stack's own tags on it are far from strata's (own_comm_due,

@@ -42,6 +42,23 @@ public:
     // blocking collective of the application (not from the communicator's creation),
     // where the team's own communicator can be made (open_private).
     Status ensure_setup(bool blocking_call);
+    // ---- asking again which ranks have a GPU. A team on which not every rank had one
+    // (made before the application chose its GPUs, as MPI_COMM_WORLD is) asks again at
+    // its 2nd, 4th, 8th, ... call. count_call() counts one call, blocking or not (the
+    // same calls on every rank: calls are collective and ordered) and says whether it
+    // is one of those; asks_again() whether the team still has a question (agreed).
+    bool count_call();
+    bool asks_again() const { return recheck_gpus_ && setup_ != Setup::Failed; }
+    // A nonblocking or persistent call must not wait at its start for the allgather:
+    // the team goes to steps (stepped(): this call and every later one are queued
+    // undecided), its own communicator begun now, in the application's order; the
+    // question itself is asked when the call reaches the head of the queue
+    // (start_asking_again), after every earlier call, so that its messages come in the
+    // same order on every rank.
+    void start_private_steps();
+    // At the head of the queue, for a call counted as asking: the question in steps
+    // (advance_setup runs it). False where the team has none (asks_again).
+    bool start_asking_again();
     // A new team's first small calls (at most small_msg_size bytes, call_bytes as every
     // rank sees it) go back to the previous component, up to coll_strata_lazy_calls of
     // them, so that a communicator that lives for a few small calls costs no shared
@@ -320,6 +337,9 @@ private:
     // anything else the job sends. A no-op where the transport has none.
     Status open_private();
     void log_ready(const char *when);  // the "team ready" line, verbose 1
+    // ensure_setup for a call already counted (doubling: count_call() said so).
+    Status set_up(bool blocking_call, bool doubling);
+    void run_steps(std::function<void()> body);  // a fiber of setup steps, its first stretch run now
 
     int rank_, size_, node_key_;
     strata_transport_t tp_;

@@ -18,6 +18,15 @@
  * with the calls Open MPI makes on MPI_COMM_WORLD to number each dup). Without -s the
  * program is plain MPI C and must pass with and without strata.
  *
+ *
+ * nb_setup_check -g [-n COUNT] [-s] instead: the GPU chosen after MPI_Init (as almost
+ * every application does), then on MPI_COMM_WORLD itself -- set up inside MPI_Init,
+ * before any rank had a GPU -- six MPI_Iallreduce and a persistent allreduce started
+ * three times on device buffers, and no blocking collective before them. With -s
+ * strata must have served all nine and staged none (bytes_staged did not grow: they
+ * ran in GPU memory), which holds only if a communicator asks again about GPUs at
+ * nonblocking calls too. Needs a CUDA driver (test/fakecuda in CI).
+ *
  * Prints "nb_setup_check: PASS ..." on rank 0 and exits 0, else "MISMATCH ..." or
  * "NOT SERVED ..." lines and exit 1. Hangs are caught by the caller's timeout.
  */
@@ -28,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "devbuf.h"
 
 /* A persistent allreduce: MPI 4's (Open MPI 5.0 has it, though it reports MPI 3.1), else
  * Open MPI 4.1's extension. */
@@ -52,7 +63,7 @@ static pvar_t pvars[MAX_PVARS];
 static int npvars;
 static MPI_T_pvar_session session;
 
-/* strata's counters of served and handed-back calls, with a handle each. */
+/* strata's counters of served and handed-back calls (and of staged bytes), with a handle each. */
 static void open_counters(void)
 {
     int num, i, count;
@@ -65,7 +76,8 @@ static void open_counters(void)
         if (MPI_SUCCESS != MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype, NULL,
                                                NULL, &bind, &readonly, &continuous, &atomic) ||
             0 != strncmp(name, "coll_strata_", 12) || MPI_UNSIGNED_LONG_LONG != type ||
-            (NULL == strstr(name, "_served") && NULL == strstr(name, "handed_back_"))) {
+            (NULL == strstr(name, "_served") && NULL == strstr(name, "handed_back_") &&
+             0 != strcmp(name, "coll_strata_bytes_staged"))) {
             continue;
         }
         snprintf(pvars[npvars].name, sizeof pvars[npvars].name, "%s", name);
@@ -174,18 +186,57 @@ static void persistent_three(int n)
     free(in), free(out);
 }
 
+/* -g: MPI_COMM_WORLD's nonblocking and persistent allreduces on device buffers, the GPU
+ * chosen after MPI_Init. */
+static void late_gpu(int n)
+{
+    int *in = malloc(n * sizeof(int)), *out = malloc(n * sizeof(int));
+    void *d_in = devbuf_alloc(n * sizeof(int)), *d_out = devbuf_alloc(n * sizeof(int));
+    long long sum_ranks = (long long) size * (size + 1) / 2;
+    MPI_Request req;
+    int call, i, round;
+
+    if (NULL == d_in || NULL == d_out) {
+        mismatch("device buffers (allocation failed)", 0, 0, 1);
+        return;
+    }
+    for (call = 1; call <= 9; ++call) {
+        for (i = 0; i < n; ++i) in[i] = (rank + 1) * call + i % 7;
+        devbuf_to_dev(d_in, in, n * sizeof(int));
+        if (call <= 6) {
+            MPI_Iallreduce(d_in, d_out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+        } else {
+            if (7 == call) ALLREDUCE_INIT(d_in, d_out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+            MPI_Start(&req);
+        }
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        devbuf_to_host(out, d_out, n * sizeof(int));
+        round = call;
+        for (i = 0; i < n; ++i) {
+            long long want = sum_ranks * round + (long long) size * (i % 7);
+            if (out[i] != want) mismatch(call <= 6 ? "iallreduce on the GPU" : "persistent allreduce on the GPU", i,
+                                         out[i], want);
+        }
+    }
+    MPI_Request_free(&req);
+    devbuf_free(d_in), devbuf_free(d_out);
+    free(in), free(out);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const colls[] = {"allreduce", "allgather", "bcast", "alltoall", "reduce_scatter"};
     static const long long calls[] = {4, 1, 1, 1, 1};
     long long before[5], lazy_before;
-    int n = 131072, need_strata = 0, opt, provided, k, all_errors = 0, not_served = 0, all_not_served;
+    long long staged_before = 0;
+    int n = 131072, need_strata = 0, gpu = 0, opt, provided, k, all_errors = 0, not_served = 0, all_not_served;
 
-    while ((opt = getopt(argc, argv, "n:sh")) != -1) {
+    while ((opt = getopt(argc, argv, "n:sgh")) != -1) {
         if ('n' == opt) n = atoi(optarg);
         else if ('s' == opt) need_strata = 1;
+        else if ('g' == opt) gpu = 1;
         else {
-            fprintf(stderr, "usage: nb_setup_check [-n COUNT] [-s]\n");
+            fprintf(stderr, "usage: nb_setup_check [-g] [-n COUNT] [-s]\n");
             return 2;
         }
     }
@@ -200,11 +251,36 @@ int main(int argc, char **argv)
         before[k] = counter(name);
     }
     lazy_before = counter("handed_back_lazy_calls");
+    staged_before = counter("bytes_staged");
 
-    five_outstanding(n);
-    persistent_three(n);
+    if (gpu) {
+        /* The local rank from the launcher, not MPI_Comm_split_type: no collective on
+         * MPI_COMM_WORLD may come before the nonblocking ones. */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        char why[256];
+        if (0 != devbuf_init(NULL != local ? atoi(local) : 0, why, sizeof why)) {
+            printf("NO GPU rank %d: %s\n", rank, why);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        late_gpu(n);
+    } else {
+        five_outstanding(n);
+        persistent_three(n);
+    }
 
-    if (need_strata) {
+    if (need_strata && gpu) {
+        long long now = counter("allreduce_served"), staged = counter("bytes_staged");
+        if (now < 0 || now - before[0] < 9) {
+            printf("NOT SERVED rank %d: coll_strata_allreduce_served grew by %lld, expected 9\n", rank,
+                   now < 0 ? -1 : now - before[0]);
+            ++not_served;
+        }
+        if (staged < 0 || staged != staged_before) {
+            printf("NOT SERVED rank %d: %lld bytes staged between host and GPU (not run in GPU memory)\n", rank,
+                   staged - staged_before);
+            ++not_served;
+        }
+    } else if (need_strata) {
         for (k = 0; k < 5; ++k) {
             char name[64];
             long long now;
@@ -228,8 +304,10 @@ int main(int argc, char **argv)
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     if (0 == rank && 0 == all_errors && 0 == all_not_served) {
-        printf("nb_setup_check: PASS np %d, %d ints per call%s\n", size, n,
-               need_strata ? ", every call served by strata" : "");
+        printf("nb_setup_check: PASS np %d, %d ints per call%s%s\n", size, n,
+               gpu ? ", the GPU chosen after MPI_Init, device buffers on MPI_COMM_WORLD" : "",
+               need_strata ? (gpu ? ", every call served by strata in GPU memory" : ", every call served by strata")
+                           : "");
     }
     MPI_Finalize();
     return all_errors || all_not_served ? 1 : 0;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -89,5 +90,76 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
     }
     EXPECT_EQ(job.unreceived(), 0u);
 }
+
+// The same question from a team that only ever sees nonblocking calls, set up (as the
+// glue sets MPI_COMM_WORLD up inside MPI_Init) before any rank had a GPU: its calls are
+// counted as blocking ones are, and the question is asked in steps at the head of the
+// queue. host_buffers 0: the team is off at setup (every GPU call handed back) and
+// comes on at call 2, where rank 0 has a GPU; 1: it runs on the host from the start.
+// Before nonblocking calls counted, such a team asked once (its setup) and never again.
+class CudaTeamSetupNonblocking : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaTeamSetupNonblocking, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
+    if (!strata::cuda_available()) {
+        std::string why;
+        strata::cuda_driver(&why);
+        GTEST_SKIP() << "no CUDA driver: " << why;
+    }
+    constexpr int kRanks = 2, kCalls = 20, kRank1GetsGpuAt = 6;
+    const int host_buffers = GetParam();
+    ThreadJob job(kRanks);
+    std::vector<Counting> counting(kRanks);
+    std::vector<std::string> errors(kRanks);
+    std::vector<int> served(kRanks, 0);
+    job.run([&](int rank) {
+        std::string &err = errors[size_t(rank)];
+        counting[size_t(rank)].inner = job.transport(rank);
+        strata_transport_t tp = counting[size_t(rank)].transport();
+        strata_config_t cfg;
+        strata_config_defaults(&cfg);
+        cfg.lazy_calls = 0;
+        cfg.host_buffers = host_buffers;
+        cfg.host_handback = 0;
+        strata_team_t *team = nullptr;
+        if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+            err = "team create";
+            return;
+        }
+        const strata_status_t set = strata_team_setup(team);
+        if (set != STRATA_OK && set != STRATA_FALLBACK) err = "setup failed";
+        if (err.empty() && rank == 0 && !strata_test::make_gpu0_current(&err)) return;
+        for (int call = 2; call <= kCalls && err.empty(); ++call) {
+            if (rank == 1 && call == kRank1GetsGpuAt && !strata_test::make_gpu0_current(&err)) break;
+            int v[4] = {rank + call, 1, rank, call};
+            strata_request_t *req = nullptr;
+            strata_status_t st = strata_iallreduce(team, STRATA_IN_PLACE, v, 4, STRATA_INT32, STRATA_OP_SUM, nullptr, &req);
+            if (st == STRATA_OK && req != nullptr) {
+                while (!strata_request_test(req, &st)) std::this_thread::yield();
+                strata_request_free(req);
+            }
+            if (st == STRATA_FALLBACK) continue;  // handed back: the previous component's to run
+            if (st != STRATA_OK) {
+                err = "iallreduce failed at call " + std::to_string(call);
+                break;
+            }
+            ++served[size_t(rank)];
+            const int want[4] = {1 + 2 * call, 2, 1, 2 * call};
+            for (int i = 0; i < 4 && err.empty(); ++i)
+                if (v[i] != want[i]) err = "wrong sum at call " + std::to_string(call);
+        }
+        strata_team_destroy(team);
+    });
+    for (int r = 0; r < kRanks; ++r) {
+        EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+        // setup, then calls 2, 4 and 8, as blocking calls ask.
+        EXPECT_EQ(counting[size_t(r)].allgathers.load(), 4) << "rank " << r;
+        // Served from call 2 on (off until then without host buffers).
+        EXPECT_EQ(served[size_t(r)], kCalls - 1) << "rank " << r;
+    }
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(HostBuffers, CudaTeamSetupNonblocking, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int> &p) { return p.param ? "On" : "Off"; });
 
 }  // namespace
