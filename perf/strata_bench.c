@@ -545,16 +545,6 @@ int main(int argc, char **argv)
     double roof = 0;
     size_t used_at_start = 0;
     if (on_device) status = device_init(ctl, &sharing);
-    /* The measured communicator was made before the GPUs were chosen: its first
-     * blocking call takes the GPU path, a nonblocking one does not look again. With
-     * --nonblocking, one blocking allreduce of 256 KiB on device buffers does that first,
-     * as a blocking sweep's first call would. */
-    if (on_device && status == 0 && nonblocking) {
-        const int n = 1 << 16;
-        float *d = devbuf_alloc(sizeof(float) * n);
-        status = d == NULL || MPI_SUCCESS != MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, cs);
-        if (d) devbuf_free(d);
-    }
     if (on_device && status == 0) find_counters();
     if (status == 0) {
         size_t largest = 0;     /* the largest buffer of the sweep (host: 1 to 64 MiB, past the caches) */
