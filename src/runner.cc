@@ -236,7 +236,7 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
         s.when(decided, true);
         call.number_segments_from(first_segment);
         s.restore_signal_order(first_signals);
-        STRATA_CHECK(node_host_builder(i.coll, alg.build)(call, args));
+        STRATA_CHECK(node_host_builder(i.coll, alg.build, false)(call, args));  // not in place: decides_on_host
         s.always();
     }
     team.dump_schedule(s, i.coll, alg.name, i.call_bytes);
@@ -248,11 +248,14 @@ Status build_call(Team &team, Call &call, const Algorithm &alg, const CollArgs &
 // the size and the mode are (a peer that passed another size sees the signatures
 // differ, and its node stays on the GPU: CallQueue::node_on_host), and so are the
 // settings votes_host reads. The algorithms that have a host form never branch
-// themselves at these sizes (build_call).
+// themselves where it applies (build_call): bcast's, allgather's and alltoall's branch
+// on reading peers' buffers in place, which they do only above zero_copy_size (of the
+// call's bytes, agreed), which a small call may pass where that setting is lower.
 bool decides_on_host(const Team &team, const CallInfo &i, const Algorithm &alg) {
-    return node_host_builder(i.coll, alg.build) != nullptr && team.ready() &&
-           team.device() && team.layout().nnodes() == 1 && i.call_bytes > 0 &&
-           i.call_bytes <= team.config().small_msg_size && !votes_host(team, i.call_bytes, i.mode == CallInfo::Blocking);
+    return team.ready() && team.device() && team.layout().nnodes() == 1 && i.call_bytes > 0 &&
+           i.call_bytes <= team.config().small_msg_size &&
+           node_host_builder(i.coll, alg.build, team.zero_copy(i.call_bytes)) != nullptr &&
+           !votes_host(team, i.call_bytes, i.mode == CallInfo::Blocking);
 }
 
 // What a blocking call's schedule is built from besides the team's fixed state: the

@@ -122,7 +122,7 @@ Status build_bcast_hier(Call &c, const CollArgs &a, bool chain) {
         if (j == nr) s.signal(team.flag(j, kFlagDone), end, {s.signal(team.flag(j, kFlagReady), end, pushed)});
         else if (nseg > 0) s.signal(team.flag(j, kFlagDone), end, {s.wait(team.flag(nr, kFlagReady), end)});
     });
-    s.always();
+    if (whole) s.always();  // the one branch left open (above); a decision around the whole call stays (runner.cc)
     return STRATA_OK;
 }
 

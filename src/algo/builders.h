@@ -22,10 +22,16 @@ Status build_allreduce_hier_rd(Call &c, const CollArgs &a);
 Status build_allreduce_node_host(Call &c, const CollArgs &a);
 // The same for reduce_scatter's hier_rd: the whole vector so, then this rank's range.
 Status build_reduce_scatter_node_host(Call &c, const CollArgs &a);
+// bcast's hier_tree, allgather's hier_direct and alltoall's pairwise so: blocks through
+// the host slots (algo/node_move.cc).
+Status build_bcast_node_host(Call &c, const CollArgs &a);
+Status build_allgather_node_host(Call &c, const CollArgs &a);
+Status build_alltoall_node_host(Call &c, const CollArgs &a);
 // The host form (above) of a collective's algorithm, for a GPU team's small call on
 // host buffers on every rank of its one node; nullptr where it has none (runner.cc,
-// decides_on_host).
-BuildFn node_host_builder(strata_coll_t coll, BuildFn alg);
+// decides_on_host), or where the algorithm itself branches: on reading node peers'
+// buffers in place (zero_copy: Team::zero_copy of the call's bytes).
+BuildFn node_host_builder(strata_coll_t coll, BuildFn alg, bool zero_copy);
 Status build_allgather_hier_ring(Call &c, const CollArgs &a);
 Status build_allgather_hier_direct(Call &c, const CollArgs &a);
 Status build_reduce_scatter_hier_direct(Call &c, const CollArgs &a);

@@ -45,10 +45,4 @@ Status build_reduce_scatter_node_host(Call &c, const CollArgs &a) {
     return keep_my_range(c, a, whole, host_domain(), build_allreduce_node_host);
 }
 
-BuildFn node_host_builder(strata_coll_t coll, BuildFn alg) {
-    if (coll == STRATA_COLL_ALLREDUCE && alg == build_allreduce_hier_rd) return build_allreduce_node_host;
-    if (coll == STRATA_COLL_REDUCE_SCATTER && alg == build_reduce_scatter_hier_rd) return build_reduce_scatter_node_host;
-    return nullptr;
-}
-
 }  // namespace strata

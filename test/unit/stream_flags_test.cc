@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -471,24 +472,29 @@ TEST(StreamFlags, AHostDecisionWhoseNodePeerNeverStartsEndsAtTheDeadline) {
     EXPECT_NE(said.find("waiting for rank 1 to begin this call"), std::string::npos) << said;
 }
 
-// reduce_scatter's host form (the whole vector reduced in the host slots, then this
-// rank's range): 20 nonblocking calls of 3 int32 split 2 + 1 over one node of 2, host
-// buffers on both ranks, ask nothing of the GPU and are exact.
-TEST(StreamFlags, SmallNonblockingHostReduceScatterOnADeviceTeamAsksNothingOfTheGpu) {
-    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+namespace {
+// A one-node GPU team of `ranks` thread ranks, set up by one device allreduce, then
+// kSmallCalls nonblocking calls on host buffers, each started by start(team, rank,
+// call, &req) and waited for; check(rank) says what is wrong in that rank's results
+// ("" when nothing). Returns the GPU work of the calls, every rank's; errors[rank]
+// says what failed.
+using StartFn = std::function<strata_status_t(strata_team_t *, int rank, int call, strata_request_t **)>;
+GpuCounts count_host_calls(int ranks, const StartFn &start, const std::function<std::string(int)> &check,
+                           std::vector<std::string> *errors, size_t zero_copy_size = 0) {
     IpcSelf self;
-    ThreadJob job(kRanks);
-    std::vector<std::string> errors(kRanks);
+    ThreadJob job(ranks);
+    errors->assign(size_t(ranks), "");
     std::atomic<int> ready{0}, finished{0};
     std::atomic<bool> go{false}, counted{false};
     GpuCounts before, after;
     job.run([&](int rank) {
-        std::string &err = errors[size_t(rank)];
+        std::string &err = (*errors)[size_t(rank)];
         strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
         strata_transport_t tp = job.transport(rank);
         strata_config_t cfg = strata_test::host_test_config();
+        if (zero_copy_size != 0) cfg.zero_copy_size = zero_copy_size;
         strata_team_t *team = nullptr;
-        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
+        if (gpu != nullptr && strata_team_create(rank, ranks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
         void *dev = nullptr;
         const int32_t one = 1;
         strata::Ticket t;
@@ -497,36 +503,154 @@ TEST(StreamFlags, SmallNonblockingHostReduceScatterOnADeviceTeamAsksNothingOfThe
             err = "device buffer";
         if (err.empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
             err = "the allreduce that sets the team up";
-        if (++ready == kRanks) {
+        if (++ready == ranks) {
             before = gpu_counts();
             go = true;
         }
         while (!go.load()) std::this_thread::yield();
-        const size_t counts[kRanks] = {2, 1};
-        const int32_t in[3] = {rank + 1, 10 * (rank + 1), 100 * (rank + 1)};
-        int32_t out[2] = {0, 0};
         for (int c = 0; c < kSmallCalls && err.empty(); ++c) {
             strata_request_t *req = nullptr;
-            strata_status_t st = strata_ireduce_scatter(team, in, out, counts, STRATA_INT32, STRATA_OP_SUM, nullptr, &req);
-            if (st == STRATA_OK) {
+            strata_status_t st = start(team, rank, c, &req);
+            if (st == STRATA_OK && req != nullptr) {
                 while (!strata_request_test(req, &st)) std::this_thread::yield();
                 strata_request_free(req);
             }
-            if (st != STRATA_OK) err = std::string("reduce_scatter: ") + strata_status_name(st);
+            if (st != STRATA_OK) err = "call " + std::to_string(c) + ": " + strata_status_name(st);
         }
-        if (++finished == kRanks) {
+        if (++finished == ranks) {
             after = gpu_counts();
             counted = true;
         }
         while (!counted.load()) std::this_thread::yield();
-        const bool exact = rank == 0 ? out[0] == 1 + 2 && out[1] == 10 + 20 : out[0] == 100 + 200;
-        if (err.empty() && !exact) err = "wrong sums";
+        if (err.empty()) err = check(rank);
         if (dev != nullptr) gpu->release(dev);
         if (team != nullptr) strata_team_destroy(team);
     });
-    for (const std::string &e : errors) EXPECT_EQ(e, "");
-    const GpuCounts used = minus(after, before);
-    printf("reduce_scatter on host buffers, all calls and ranks: %lld launches, %lld copies, %lld host waits\n",
+    return minus(after, before);
+}
+
+void expect_no_gpu_work(const char *what, const GpuCounts &used, const std::vector<std::string> &errors) {
+    for (const std::string &e : errors) EXPECT_EQ(e, "") << what;
+    printf("%s on host buffers, all calls and ranks: %lld launches, %lld copies, %lld host waits\n", what,
            used.launches, used.copies, used.host_waits);
-    EXPECT_EQ(used.launches + used.copies + used.host_waits + used.stream_waits, 0);
+    EXPECT_EQ(used.launches + used.copies + used.host_waits + used.stream_waits, 0) << what;
+}
+}  // namespace
+
+// reduce_scatter's host form (the whole vector reduced in the host slots, then this
+// rank's range): 20 nonblocking calls of 3 int32 split 2 + 1 over one node of 2, host
+// buffers on both ranks, ask nothing of the GPU and are exact.
+TEST(StreamFlags, SmallNonblockingHostReduceScatterOnADeviceTeamAsksNothingOfTheGpu) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    int32_t out[kRanks][2] = {};
+    const size_t counts[kRanks] = {2, 1};
+    std::vector<std::string> errors;
+    const GpuCounts used = count_host_calls(
+        kRanks,
+        [&](strata_team_t *team, int rank, int, strata_request_t **req) {
+            static thread_local int32_t in[3];
+            for (int i = 0; i < 3; ++i) in[i] = (rank + 1) * (i == 0 ? 1 : i == 1 ? 10 : 100);
+            return strata_ireduce_scatter(team, in, out[rank], counts, STRATA_INT32, STRATA_OP_SUM, nullptr, req);
+        },
+        [&](int rank) {
+            const bool exact = rank == 0 ? out[0][0] == 1 + 2 && out[0][1] == 10 + 20 : out[1][0] == 100 + 200;
+            return exact ? std::string() : std::string("wrong sums");
+        },
+        &errors);
+    expect_no_gpu_work("reduce_scatter", used, errors);
+}
+
+// bcast's, allgather's and alltoall's host forms (algo/node_move.cc): on one node of 3,
+// host buffers on every rank, sizes that take 2 or 3 segments of the host slots (2 KiB
+// each, shared among alltoall's 3 blocks), every other call in place (allgather,
+// alltoall) or from another root (bcast): exact, and nothing of the GPU. Without the
+// host forms each call was staged through the GPU (a launch or copies and a host wait
+// per call and rank).
+TEST(StreamFlags, SmallNonblockingHostBcastAllgatherAlltoallOnADeviceTeamAskNothingOfTheGpu) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    constexpr int kP = 3;
+    const auto value = [](int from, int to, size_t i, int call) { return char((from * 31 + to * 7 + int(i) + call) % 251); };
+    std::vector<std::string> errors;
+    {
+        constexpr size_t kBytes = 5000;  // 3 segments
+        std::vector<char> buf[kP];
+        for (auto &b : buf) b.resize(kBytes);
+        std::atomic<int> last{0};
+        const GpuCounts used = count_host_calls(
+            kP,
+            [&](strata_team_t *team, int rank, int call, strata_request_t **req) {
+                const int root = call % kP;
+                for (size_t i = 0; i < kBytes; ++i) buf[rank][i] = rank == root ? value(root, 0, i, call) : 0;
+                last = call;
+                return strata_ibcast(team, buf[rank].data(), kBytes, root, nullptr, req);
+            },
+            [&](int rank) {
+                for (size_t i = 0; i < kBytes; ++i)
+                    if (buf[rank][i] != value(last.load() % kP, 0, i, last.load())) return "bcast: byte " + std::to_string(i);
+                return std::string();
+            },
+            &errors);
+        expect_no_gpu_work("bcast", used, errors);
+    }
+    {
+        constexpr size_t kBlock = 2800;  // 2 segments; 8400 bytes in all
+        std::vector<char> in[kP], out[kP];
+        for (int r = 0; r < kP; ++r) in[r].resize(kBlock), out[r].resize(kBlock * kP);
+        std::atomic<int> last{0};
+        const GpuCounts used = count_host_calls(
+            kP,
+            [&](strata_team_t *team, int rank, int call, strata_request_t **req) {
+                const bool in_place = call % 2 == 1;
+                std::fill(out[rank].begin(), out[rank].end(), 0);
+                char *mine = in_place ? out[rank].data() + kBlock * size_t(rank) : in[rank].data();
+                for (size_t i = 0; i < kBlock; ++i) mine[i] = value(rank, 0, i, call);
+                last = call;
+                return strata_iallgather(team, in_place ? STRATA_IN_PLACE : mine, out[rank].data(), kBlock, nullptr, req);
+            },
+            [&](int rank) {
+                for (int r = 0; r < kP; ++r)
+                    for (size_t i = 0; i < kBlock; ++i)
+                        if (out[rank][kBlock * size_t(r) + i] != value(r, 0, i, last.load()))
+                            return "allgather: block " + std::to_string(r) + " byte " + std::to_string(i);
+                return std::string();
+            },
+            &errors);
+        expect_no_gpu_work("allgather", used, errors);
+    }
+    // alltoall, and again with coll_strata_zero_copy_size below the call's size: its
+    // algorithm then branches on reading peers' buffers in place, and the node decides
+    // nothing (decides_on_host), which must still be exact (host buffers cannot be
+    // mapped: the GPU's slots).
+    for (const size_t zero_copy_size : {size_t(0), size_t(256)}) {
+        constexpr size_t kBlock = 1000;  // 682 bytes of each slot per block: 2 segments
+        std::vector<char> in[kP], out[kP];
+        for (int r = 0; r < kP; ++r) in[r].resize(kBlock * kP), out[r].resize(kBlock * kP);
+        std::atomic<int> last{0};
+        const GpuCounts used = count_host_calls(
+            kP,
+            [&](strata_team_t *team, int rank, int call, strata_request_t **req) {
+                const bool in_place = call % 2 == 1;
+                std::vector<char> &src = in_place ? out[rank] : in[rank];
+                for (int to = 0; to < kP; ++to)
+                    for (size_t i = 0; i < kBlock; ++i) src[kBlock * size_t(to) + i] = value(rank, to, i, call);
+                if (!in_place) std::fill(out[rank].begin(), out[rank].end(), 0);
+                last = call;
+                return strata_ialltoall(team, in_place ? STRATA_IN_PLACE : src.data(), out[rank].data(), kBlock, nullptr,
+                                        req);
+            },
+            [&](int rank) {
+                for (int from = 0; from < kP; ++from)
+                    for (size_t i = 0; i < kBlock; ++i)
+                        if (out[rank][kBlock * size_t(from) + i] != value(from, rank, i, last.load()))
+                            return "alltoall: block " + std::to_string(from) + " byte " + std::to_string(i);
+                return std::string();
+            },
+            &errors, zero_copy_size);
+        if (zero_copy_size == 0) {
+            expect_no_gpu_work("alltoall", used, errors);
+        } else {
+            for (const std::string &e : errors) EXPECT_EQ(e, "") << "alltoall, zero_copy_size " << zero_copy_size;
+            EXPECT_GT(used.copies, 0) << "no host form where the algorithm may read in place";
+        }
+    }
 }
