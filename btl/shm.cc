@@ -20,6 +20,9 @@ namespace strata {
 
 namespace {
 constexpr size_t kLine = 64;
+// A flag's line also holds, in its second word, its owner's note of the highest value
+// queued on its GPU stream (engine.h, queued_note).
+static_assert(kLine >= 2 * sizeof(uint64_t), "a flag's line holds the flag and its queued note");
 constexpr size_t kPage = 4096;
 constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 size_t ctrl_bytes(int local_size) {

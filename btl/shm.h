@@ -28,7 +28,8 @@
 
 namespace strata {
 
-// Flags per local rank, each on its own cache line. Algorithms name them.
+// Flags per local rank, each on its own cache line (whose second word is the flag's
+// queued note: engine.h, queued_note). Algorithms name them.
 enum ShmFlag : int {
     kFlagReady = 0,   // my input for this segment is in my region
     kFlagSlice = 1,   // the part of the result I own is final

@@ -29,12 +29,14 @@ Numbering Call::numbering() const {
 }
 
 Status Call::run() {
-    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits());
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits(),
+                 team_.waits_queued_only());
     return sched_.run(*p2p_, &team_, numbering());
 }
 
 Status Call::start() {
-    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits());
+    sched_.chain(team_.device() ? &team_.domain() : nullptr, team_.lane(), team_.flag_kinds(), team_.lane_waits(),
+                 team_.waits_queued_only());
     return sched_.start(*p2p_, &team_, numbering());
 }
 

@@ -725,6 +725,7 @@ Status Schedule::queue(StepId id, bool *moved) {
             break;
         case Kind::Signal:
             STRATA_CHECK(chain_lane_->signal_flag(s.flag, num_.base + s.value));
+            __atomic_store_n(queued_note(s.flag), num_.base + s.value, __ATOMIC_RELEASE);
             break;
         case Kind::Wait:
             STRATA_CHECK(chain_lane_->wait_flag(s.flag, num_.base + s.value));
@@ -738,6 +739,34 @@ Status Schedule::queue(StepId id, bool *moved) {
     *moved = true;
     if (!run_.lane_waits) lane_queued(id);
     return STRATA_OK;
+}
+
+// Whether lane step s may be queued as far as its flag goes: anything but a wait; a wait
+// that its branch skips; a wait for a value its owner has queued on its own lane
+// (queued_note) or that the flag holds already; and any wait where the schedule is
+// eager (chain). So with queued_only nothing on the lane waits for a value that a
+// peer's host has yet to queue, and by induction over the order in which values are
+// queued (every wait queued was for a write queued before it, itself behind waits
+// queued before that) everything on the lanes completes through GPU work alone: a
+// device synchronize or a cudaFree never waits for a peer to call. The host asks again
+// at each pass (issue_chained).
+bool Schedule::peer_queued(const Step &s) const {
+    if (s.kind != Kind::Wait || !chain_queued_only_) return true;
+    if (s.cond != kNoStep && steps_[s.cond].outcome != s.want) return true;
+    const uint64_t want = num_.base + s.value;
+    return flag_reached(__atomic_load_n(queued_note(s.flag), __ATOMIC_ACQUIRE), want) ||
+           flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), want);
+}
+
+// Whether a step that is not on the lane depends on one queued since run_.queued[from].
+bool Schedule::host_needs(size_t from) const {
+    const Run &r = run_;
+    for (size_t q = from; q < r.queued.size(); ++q) {
+        const StepId id = r.queued[q];
+        for (uint32_t k = r.first_dependent[id]; k < r.first_dependent[id + 1]; ++k)
+            if (!r.on_lane[r.dependents[k]]) return true;
+    }
+    return false;
 }
 
 // Without waits on the lane, what is queued gets its event (the host learns when it is
@@ -758,12 +787,17 @@ Status Schedule::issue_chained(bool *moved) {
     const size_t n = steps_.size();
     while (!r.lane_waits && r.lane_head < r.lane_ready.size())  // queue() may make more ready
         STRATA_CHECK(queue(r.lane_ready[r.lane_head++], moved));
+    bool held = false;  // the cursor waits for a peer to queue a flag value (peer_queued)
     for (; r.lane_waits && r.cursor < n; ++r.cursor) {
         const Step &s = steps_[r.cursor];
         if (!r.on_lane[r.cursor] || s.state != State::Waiting) continue;
         bool ready = true;
         for (uint32_t d = 0; d < s.dep_count && ready; ++d) ready = queued_or_done(steps_[deps_[s.dep_begin + d]]);
         if (!ready) break;
+        if (!peer_queued(s)) {
+            held = true;
+            break;
+        }
         STRATA_CHECK(queue(static_cast<StepId>(r.cursor), moved));
     }
     if (r.batched == r.queued.size()) return STRATA_OK;
@@ -784,6 +818,9 @@ Status Schedule::issue_chained(bool *moved) {
         }
         return issue_chained(moved);
     }
+    // Held for a peer, what was queued joins the batch that the cursor's next stretch
+    // marks, unless a host step waits for it: one event a call, not one a hold.
+    if (held && !host_needs(r.batched)) return STRATA_OK;
     if (!mark_due()) return STRATA_OK;  // joins the next batch
     r.batch_works = false;
     r.batch_due = false;

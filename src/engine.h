@@ -119,6 +119,13 @@ public:
     virtual void giving_up() {}
 };
 
+// Next to each node flag, in its own cache line (btl/shm.h: a line per flag), the
+// highest value its owner has queued on its lane: a stream write that may not have run
+// yet. Written by the owner's host as it queues the write; a peer's lane waits for a
+// value only once it is noted here (or already in the flag), where the schedule asks
+// so (chain: queued_only).
+inline uint64_t *queued_note(const uint64_t *flag) { return const_cast<uint64_t *>(flag) + 1; }
+
 // Which flags are of one kind (every local rank's READY, say): those whose addresses
 // differ from base by the same remainder modulo stride. stride 0: each flag is a kind
 // of its own. The lane's choice of waits compares a wait with the signals of its kind.
@@ -211,11 +218,14 @@ public:
     // to lane instead, flags are signalled and waited for there. nullptr: off.
     // kinds: which flags are of one kind (FlagKinds). waits false: no flag waits on the
     // lane even in a schedule without sends or receives (the stream only writes).
-    void chain(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}, bool waits = true) {
+    // queued_only: a wait goes on the lane only once the flag's owner has queued the value
+    // on its own lane (queued_note), so that work on the lane never waits for a peer's host.
+    void chain(MemDomain *dom, MemDomain *lane, FlagKinds kinds = {}, bool waits = true, bool queued_only = false) {
         chain_dom_ = dom;
         chain_lane_ = lane;
         flag_kinds_ = kinds;
         chain_waits_ = waits;
+        chain_queued_only_ = queued_only;
     }
     // Whether the current (or last) run was chained on a lane.
     bool chained() const { return run_.chained; }
@@ -264,6 +274,8 @@ private:
     void choose_relaxed_waits();
     bool mark_due() const;
     bool queued_or_done(const Step &s) const;
+    bool peer_queued(const Step &s) const;
+    bool host_needs(size_t from) const;
     Status queue(StepId id, bool *moved);
     Status issue_reduce(const Step &s, MemDomain &dom, Ticket *t);
     Status issue_chained(bool *moved);
@@ -289,6 +301,7 @@ private:
     StepId entry_ = kNoStep;
     MemDomain *chain_dom_ = nullptr, *chain_lane_ = nullptr;
     bool chain_waits_ = true;
+    bool chain_queued_only_ = false;
     FlagKinds flag_kinds_;
     Numbering num_;  // of the current run
     // The current run: its channel and watch, dependency counts, the steps started or

@@ -157,9 +157,15 @@ typedef enum strata_device_transport {
  * asked for by any rank) or by the host. */
 typedef enum strata_stream_flags {
     STRATA_STREAM_FLAGS_OFF = 0,    /* the host signals and waits for every flag */
-    STRATA_STREAM_FLAGS_AUTO = 1,   /* the stream writes and waits, where every rank's GPU can */
-    STRATA_STREAM_FLAGS_WRITES = 2  /* the stream writes, the host waits (nothing on the
+    STRATA_STREAM_FLAGS_AUTO = 1,   /* the stream writes and waits, where every rank's GPU can,
+                                     * for a peer's flag value only once the peer has queued
+                                     * it (so GPU work never waits for a peer's host) */
+    STRATA_STREAM_FLAGS_WRITES = 2, /* the stream writes, the host waits (nothing on the
                                      * stream waits for a peer) */
+    STRATA_STREAM_FLAGS_EAGER = 3   /* as auto, but the stream waits for a peer's flag value
+                                     * whether or not the peer has queued it yet: a started
+                                     * call completes without host progress, but a device
+                                     * synchronize may then wait for a peer to start it */
 } strata_stream_flags_t;
 
 /* coll_strata_setup_at_creation: which communicators are set up as they are made. */

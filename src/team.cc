@@ -77,7 +77,9 @@ int Team::open_lane() {
     const size_t bytes = (size_t(hi - lo) + page - 1) / page * page;
     if (dom_->register_flags(lo, bytes) != STRATA_OK) return 0;
     lane_flags_ = lo;
-    if (dom_->open_lane(&lane_) == STRATA_OK) return cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO ? 2 : 1;
+    // The level agreed below is the least of the ranks' (0, writes 1, auto 2, eager 3).
+    if (dom_->open_lane(&lane_) == STRATA_OK)
+        return cfg_.stream_flags == STRATA_STREAM_FLAGS_EAGER ? 3 : cfg_.stream_flags == STRATA_STREAM_FLAGS_AUTO ? 2 : 1;
     close_lane();
     return 0;
 }
@@ -372,14 +374,18 @@ Status Team::agree_device(bool gpu_everywhere) {
         return setup_failed(st, why);
     }
     if (on[2] == 0) close_lane();
-    lane_waits_ = on[2] == 2;
+    lane_waits_ = on[2] >= 2;
+    waits_queued_only_ = on[2] == 2;
     // Said on rank 0, at verbose 1 where the level differs from the default (asked for
     // auto, or less than asked for), else at 2.
     const bool as_default = cfg_.stream_flags == STRATA_STREAM_FLAGS_WRITES && on[2] == 1;
     if (rank_ == 0 && cfg_.stream_flags != STRATA_STREAM_FLAGS_OFF)
         log(as_default ? 2 : 1, "node flags %s",
-            on[2] == 2   ? "written and waited for by each GPU's stream (stream memory operations): a call's GPU "
-                           "work is queued on the team's own stream"
+            on[2] == 3   ? "written and waited for by each GPU's stream (stream memory operations): a call's GPU "
+                           "work is queued on the team's own stream at once (eager: a device synchronize may wait "
+                           "for node peers to start the call)"
+            : on[2] == 2 ? "written and waited for by each GPU's stream (stream memory operations): a call's GPU "
+                           "work is queued on the team's own stream, each wait once the peer has queued its flag"
             : on[2] == 1 ? "written by each GPU's stream (stream memory operations), waited for by the host: a "
                            "call's GPU work is queued on the team's own stream as it becomes ready"
                          : "signalled and waited for by the host (a GPU of this communicator has no stream "

@@ -265,6 +265,9 @@ public:
     // flags are waited for there too (auto on every rank), else by the host (writes).
     MemDomain *lane() const { return lane_.get(); }
     bool lane_waits() const { return lane_waits_; }
+    // With lane_waits(): the lane waits only for a flag value its peer has queued on its
+    // own lane already (auto), not for one it may never queue until its host acts (eager).
+    bool waits_queued_only() const { return waits_queued_only_; }
     // Point-to-point channels (btl/p2p.h): wire() is the glue's transport, which setup,
     // agreements and failure notices use; channel() is the kind setup chose from the
     // registry (btl/channels.h; the wire itself unless another was chosen); p2p() is
@@ -368,6 +371,7 @@ private:
     std::unique_ptr<BounceChannel> bounce_;  // device team, !direct_
     LanePtr lane_;                  // device team with stream flags (lane())
     bool lane_waits_ = false;       // and waits on the lane (lane_waits())
+    bool waits_queued_only_ = false;  // waits_queued_only()
     void *lane_flags_ = nullptr;    // the flags' pages registered for the lane
     uint64_t device_tries_ = 0;  // setup_device calls so far (kFlagClosed counts them)
     uint64_t call_seq_ = 0;

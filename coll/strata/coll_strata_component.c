@@ -238,7 +238,7 @@ static void check_ranges(void)
         warn_range("setup_at_creation", "(a number)", "auto, true, false", "auto");
         cs->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
     }
-    if (cs->stream_flags < STRATA_STREAM_FLAGS_OFF || cs->stream_flags > STRATA_STREAM_FLAGS_WRITES) {
+    if (cs->stream_flags < STRATA_STREAM_FLAGS_OFF || cs->stream_flags > STRATA_STREAM_FLAGS_EAGER) {
         warn_range("stream_flags", "(a number)", "writes, auto, 0", "writes");
         cs->stream_flags = STRATA_STREAM_FLAGS_WRITES;
     }
@@ -476,7 +476,7 @@ static int mca_coll_strata_register(void)
             transports, OPAL_INFO_LVL_4, &cs->device_transport);
         static const mca_base_var_enum_value_t stream_flags[] = {
             { STRATA_STREAM_FLAGS_WRITES, "writes" }, { STRATA_STREAM_FLAGS_AUTO, "auto" },
-            { STRATA_STREAM_FLAGS_OFF, "0" }, { 0, NULL }
+            { STRATA_STREAM_FLAGS_EAGER, "eager" }, { STRATA_STREAM_FLAGS_OFF, "0" }, { 0, NULL }
         };
         register_enum_var(c, "stream_flags",
             "How a GPU team's calls order their steps across a node's ranks, where every "
@@ -484,11 +484,15 @@ static int mca_coll_strata_register(void)
             "writes the flags after the work they announce and the host waits for peers' "
             "flags, so the host waits once per call, not once per step; nothing on the "
             "stream waits for a peer), auto (the stream also waits for the flags of a "
-            "one-node team, so a call's work is queued once and a started nonblocking call "
-            "completes without host progress, but a device synchronize or cudaFree then "
-            "waits for node peers to start the call: for trials) or 0 (the host signals and "
+            "one-node team, each once the peer has queued the value it waits for, so GPU "
+            "work never waits for a peer's host; a call's work is queued as far as its "
+            "peers have queued theirs, and a started nonblocking call completes without host "
+            "progress once every node peer has started it and queued its part: for trials), "
+            "eager (as auto, but the stream waits for values its peers have not queued yet: "
+            "a call's work is queued once, but a device synchronize or cudaFree then waits "
+            "for node peers to start the call: for measurements) or 0 (the host signals and "
             "polls every flag, and every device step ends in a host round trip); the least "
-            "of the ranks' levels is used",
+            "of the ranks' levels is used (0, writes, auto, eager)",
             stream_flags, OPAL_INFO_LVL_4, &cs->stream_flags);
     }
     (void) mca_base_component_var_register(c, "ipc_cache_size",

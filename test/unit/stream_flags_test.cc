@@ -161,9 +161,11 @@ bool fake_driver() {
     return d != nullptr && d->lib != nullptr && dlsym(d->lib, "fakecuda_counters") != nullptr;
 }
 
+// eager: the lane waits for peers' flags whatever they have queued, so the whole call
+// is queued at its start and runs to its end on the GPU.
 TEST(StreamFlags, StartedNonblockingDeviceAllreduceCompletesWithoutHostProgress) {
     if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
-    for (const Seen &s : run_job(STRATA_STREAM_FLAGS_AUTO)) {
+    for (const Seen &s : run_job(STRATA_STREAM_FLAGS_EAGER)) {
         EXPECT_EQ(s.error, "");
         EXPECT_TRUE(s.without_progress) << "the sum did not reach the device buffer within " << kPatienceSeconds
                                         << " s of the start with no host progress";
@@ -188,10 +190,91 @@ TEST(StreamFlags, WithStreamFlagsOffTheStartedCallWaitsForHostProgress) {
 // must end with the peer's failure, not as a result.
 TEST(StreamFlags, AChainedCallThatANodePeerGaveUpEndsWithItsFailure) {
     if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
-    const std::vector<Seen> seen = run_job(STRATA_STREAM_FLAGS_AUTO, true);
+    const std::vector<Seen> seen = run_job(STRATA_STREAM_FLAGS_EAGER, true);
     EXPECT_EQ(seen[0].error, "");
     EXPECT_TRUE(seen[0].without_progress);
     EXPECT_EQ(seen[0].status, STRATA_ERR_PEER) << "a call a node peer gave up ended as a result";
+}
+
+// A device synchronize on a rank that has started a chained call before its node peer
+// (MPI allows the peer to start it only later, say after a barrier on another
+// communicator that waits for this rank): with auto, the lane waits only for flag
+// values the peer has queued on its own lane (engine.cc, peer_queued), so the
+// synchronize returns at once; eager queues the wait for the peer's READY at the start,
+// and the synchronize waits until the peer starts (here a watchdog starts it after
+// kPatienceSeconds, so that the control ends). Both exact. Returns whether rank 0's
+// synchronize returned before rank 1 started.
+bool synchronize_before_the_peer_starts(int stream_flags, std::vector<std::string> *errors) {
+    IpcSelf self;
+    ThreadJob job(kRanks);
+    errors->assign(kRanks, "");
+    std::atomic<int> ready{0};
+    std::atomic<bool> synced{false}, peer_waited{false};
+    job.run([&](int rank) {
+        std::string &err = (*errors)[size_t(rank)];
+        if (!strata_test::make_gpu0_current(&err)) return;
+        strata::MemDomain *gpu = strata::cuda_domain(0, &err);
+        const strata::topo::cu::Driver *d = strata::cuda_driver(&err);
+        using Sync = int (*)();
+        const auto sync = d != nullptr ? reinterpret_cast<Sync>(dlsym(d->lib, "cuCtxSynchronize")) : nullptr;
+        strata_transport_t tp = job.transport(rank);
+        strata_config_t cfg = strata_test::host_test_config();
+        cfg.device_segment_size = 1024;
+        cfg.ipc_cache_size = 0;
+        cfg.stream_flags = stream_flags;
+        strata_team_t *team = nullptr;
+        if (gpu == nullptr || sync == nullptr || strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
+            err = "setup";
+            ++ready;
+            return;
+        }
+        const size_t bytes = kCount * sizeof(int32_t);
+        void *send = nullptr, *recv = nullptr;
+        std::vector<int32_t> host(kCount);
+        for (size_t i = 0; i < kCount; ++i) host[i] = input(rank, i);
+        strata::Ticket t;
+        if (gpu->alloc(bytes, &send) != STRATA_OK || gpu->alloc(bytes, &recv) != STRATA_OK ||
+            gpu->copy(send, host.data(), bytes, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t) != STRATA_OK ||
+            strata_allreduce(team, send, recv, kCount, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+            err = "the blocking allreduce that sets the team up";
+        ++ready;
+        while (ready.load() < kRanks) std::this_thread::yield();
+        strata_request_t *req = nullptr;
+        if (rank == 1) {  // starts once rank 0's synchronize has returned, or after the watchdog
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(kPatienceSeconds);
+            while (!synced.load() && std::chrono::steady_clock::now() < give_up)
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            peer_waited = !synced.load();
+        }
+        if (err.empty() && strata_iallreduce(team, send, recv, kCount, STRATA_INT32, STRATA_OP_SUM, nullptr, &req) != STRATA_OK)
+            err = "strata_iallreduce";
+        if (rank == 0) {
+            if (sync() != 0) err = "cuCtxSynchronize";
+            synced = true;
+        }
+        if (err.empty()) {
+            strata_status_t st = STRATA_OK;
+            while (!strata_request_test(req, &st)) std::this_thread::yield();
+            strata_request_free(req);
+            if (st != STRATA_OK || !sum_arrived(*gpu, recv, &host)) err = "the nonblocking allreduce's result";
+        }
+        gpu->release(send);
+        gpu->release(recv);
+        strata_team_destroy(team);
+    });
+    return !peer_waited.load();
+}
+
+TEST(StreamFlags, ADeviceSynchronizeBeforeAPeerStartsDoesNotWaitForIt) {
+    if (!fake_driver()) GTEST_SKIP() << "needs the fake driver (test/fakecuda)";
+    std::vector<std::string> errors;
+    EXPECT_TRUE(synchronize_before_the_peer_starts(STRATA_STREAM_FLAGS_AUTO, &errors))
+        << "auto: rank 0's cuCtxSynchronize waited for rank 1 to start the call";
+    for (const std::string &e : errors) EXPECT_EQ(e, "") << "auto";
+    // The control: eager queues the wait for the peer's READY at the start.
+    EXPECT_FALSE(synchronize_before_the_peer_starts(STRATA_STREAM_FLAGS_EAGER, &errors))
+        << "eager: the synchronize returned before the peer started, so the check above cannot fail";
+    for (const std::string &e : errors) EXPECT_EQ(e, "") << "eager";
 }
 
 // Which waits go on the lane: only one whose kind of flag this rank signalled to at
