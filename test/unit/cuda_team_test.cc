@@ -44,30 +44,48 @@ struct Counting {
     strata_transport_t transport() { return strata_test::forwarding_transport(this, inner); }
 };
 
+// Why a test here cannot run ("" when it can): it needs a CUDA driver.
+std::string no_driver() {
+    if (strata::cuda_available()) return "";
+    std::string why;
+    strata::cuda_driver(&why);
+    return "no CUDA driver: " + why;
+}
+
+// Rank `rank`'s team of `ranks` over its counting transport, set up at its first call
+// (or by strata_team_setup), every size run by strata; nullptr with *err on failure.
+strata_team_t *counted_team(ThreadJob &job, int rank, int ranks, Counting &counting, int host_buffers,
+                            std::string *err) {
+    counting.inner = job.transport(rank);
+    strata_transport_t tp = counting.transport();
+    strata_config_t cfg;
+    strata_config_defaults(&cfg);
+    cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
+    cfg.host_buffers = host_buffers;
+    cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
+    strata_team_t *team = nullptr;
+    if (strata_team_create(rank, ranks, 0, &tp, &cfg, &team) != STRATA_OK) *err = "team create";
+    return team;
+}
+
+// What is wrong in call `call`'s sum of {rank + call, 1, rank, call} over two ranks.
+std::string wrong_sum(const int v[4], int call) {
+    const int want[4] = {1 + 2 * call, 2, 1, 2 * call};
+    for (int i = 0; i < 4; ++i)
+        if (v[i] != want[i]) return "wrong sum at call " + std::to_string(call);
+    return "";
+}
+
 TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
-    if (!strata::cuda_available()) {
-        std::string why;
-        strata::cuda_driver(&why);
-        GTEST_SKIP() << "no CUDA driver: " << why;
-    }
+    if (!no_driver().empty()) GTEST_SKIP() << no_driver();
     constexpr int kRanks = 2, kCalls = 20, kRank1GetsGpuAt = 6;
     ThreadJob job(kRanks);
     std::vector<Counting> counting(kRanks);
     std::vector<std::string> errors(kRanks);
     job.run([&](int rank) {
         std::string &err = errors[size_t(rank)];
-        counting[size_t(rank)].inner = job.transport(rank);
-        strata_transport_t tp = counting[size_t(rank)].transport();
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.lazy_calls = 0;     // set up at the first call, whatever the component's default
-        cfg.host_buffers = 1;
-        cfg.host_handback = 0;  // every size runs strata (not the built-in host rules)
-        strata_team_t *team = nullptr;
-        if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
-            err = "team create";
-            return;
-        }
+        strata_team_t *team = counted_team(job, rank, kRanks, counting[size_t(rank)], 1, &err);
+        if (team == nullptr) return;
         if (rank == 0 && !strata_test::make_gpu0_current(&err)) return;
         for (int call = 1; call <= kCalls; ++call) {
             if (rank == 1 && call == kRank1GetsGpuAt && !strata_test::make_gpu0_current(&err)) break;
@@ -76,9 +94,7 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
                 err = "allreduce failed at call " + std::to_string(call);
                 break;
             }
-            const int want[4] = {1 + 2 * call, 2, 1, 2 * call};
-            for (int i = 0; i < 4 && err.empty(); ++i)
-                if (v[i] != want[i]) err = "wrong sum at call " + std::to_string(call);
+            err = wrong_sum(v, call);
         }
         strata_team_destroy(team);
     });
@@ -100,31 +116,16 @@ TEST(CudaTeamSetup, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
 class CudaTeamSetupNonblocking : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaTeamSetupNonblocking, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) {
-    if (!strata::cuda_available()) {
-        std::string why;
-        strata::cuda_driver(&why);
-        GTEST_SKIP() << "no CUDA driver: " << why;
-    }
+    if (!no_driver().empty()) GTEST_SKIP() << no_driver();
     constexpr int kRanks = 2, kCalls = 20, kRank1GetsGpuAt = 6;
-    const int host_buffers = GetParam();
     ThreadJob job(kRanks);
     std::vector<Counting> counting(kRanks);
     std::vector<std::string> errors(kRanks);
     std::vector<int> served(kRanks, 0);
     job.run([&](int rank) {
         std::string &err = errors[size_t(rank)];
-        counting[size_t(rank)].inner = job.transport(rank);
-        strata_transport_t tp = counting[size_t(rank)].transport();
-        strata_config_t cfg;
-        strata_config_defaults(&cfg);
-        cfg.lazy_calls = 0;
-        cfg.host_buffers = host_buffers;
-        cfg.host_handback = 0;
-        strata_team_t *team = nullptr;
-        if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
-            err = "team create";
-            return;
-        }
+        strata_team_t *team = counted_team(job, rank, kRanks, counting[size_t(rank)], GetParam(), &err);
+        if (team == nullptr) return;
         const strata_status_t set = strata_team_setup(team);
         if (set != STRATA_OK && set != STRATA_FALLBACK) err = "setup failed";
         if (err.empty() && rank == 0 && !strata_test::make_gpu0_current(&err)) return;
@@ -143,9 +144,7 @@ TEST_P(CudaTeamSetupNonblocking, AsksAgainAtDoublingCallsUntilEveryRankHasAGpu) 
                 break;
             }
             ++served[size_t(rank)];
-            const int want[4] = {1 + 2 * call, 2, 1, 2 * call};
-            for (int i = 0; i < 4 && err.empty(); ++i)
-                if (v[i] != want[i]) err = "wrong sum at call " + std::to_string(call);
+            err = wrong_sum(v, call);
         }
         strata_team_destroy(team);
     });

@@ -76,6 +76,26 @@ bool sum_arrived(strata::MemDomain &gpu, const void *dev, std::vector<int32_t> *
     return true;
 }
 
+// The settings of these tests' teams: 1 KiB segments (kCount is 8 of them), peers'
+// buffers copied through the slots, and the level of stream flags asked for.
+strata_config_t chained_config(int stream_flags) {
+    strata_config_t cfg = strata_test::host_test_config();
+    cfg.device_segment_size = 1024;
+    cfg.ipc_cache_size = 0;
+    cfg.stream_flags = stream_flags;
+    return cfg;
+}
+
+// This rank's device buffers of kCount int32: send holds input(rank, i), host a copy.
+bool device_inputs(strata::MemDomain &gpu, int rank, void **send, void **recv, std::vector<int32_t> *host) {
+    const size_t bytes = kCount * sizeof(int32_t);
+    host->resize(kCount);
+    for (size_t i = 0; i < kCount; ++i) (*host)[i] = input(rank, i);
+    strata::Ticket t;
+    return gpu.alloc(bytes, send) == STRATA_OK && gpu.alloc(bytes, recv) == STRATA_OK &&
+           gpu.copy(*send, host->data(), bytes, &t) == STRATA_OK && strata::wait_ticket(gpu, &t) == STRATA_OK;
+}
+
 // peer_fails: once every rank has looked, rank 1 fails the started call as a rank does
 // whose deadline passes while its stream still waits (Team::fail_call), before any
 // rank tests its request.
@@ -86,10 +106,7 @@ void one_rank(ThreadJob &job, int rank, int stream_flags, bool peer_fails, std::
     strata::MemDomain *gpu = strata::cuda_domain(0, &err);
     if (gpu == nullptr) return;
     strata_transport_t tp = job.transport(rank);
-    strata_config_t cfg = strata_test::host_test_config();
-    cfg.device_segment_size = 1024;
-    cfg.ipc_cache_size = 0;
-    cfg.stream_flags = stream_flags;
+    const strata_config_t cfg = chained_config(stream_flags);
     strata_team_t *team = nullptr;
     if (strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
         err = "team create";
@@ -97,11 +114,9 @@ void one_rank(ThreadJob &job, int rank, int stream_flags, bool peer_fails, std::
     }
     const size_t bytes = kCount * sizeof(int32_t);
     void *send = nullptr, *recv = nullptr;
-    std::vector<int32_t> host(kCount);
-    for (size_t i = 0; i < kCount; ++i) host[i] = input(rank, i);
+    std::vector<int32_t> host;
     strata::Ticket t;
-    if (gpu->alloc(bytes, &send) != STRATA_OK || gpu->alloc(bytes, &recv) != STRATA_OK ||
-        gpu->copy(send, host.data(), bytes, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t) != STRATA_OK) {
+    if (!device_inputs(*gpu, rank, &send, &recv, &host)) {
         err = "device buffers";
     } else if (strata_allreduce(team, send, recv, kCount, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK ||
                !sum_arrived(*gpu, recv, &host)) {
@@ -218,23 +233,16 @@ bool synchronize_before_the_peer_starts(int stream_flags, std::vector<std::strin
         using Sync = int (*)();
         const auto sync = d != nullptr ? reinterpret_cast<Sync>(dlsym(d->lib, "cuCtxSynchronize")) : nullptr;
         strata_transport_t tp = job.transport(rank);
-        strata_config_t cfg = strata_test::host_test_config();
-        cfg.device_segment_size = 1024;
-        cfg.ipc_cache_size = 0;
-        cfg.stream_flags = stream_flags;
+        const strata_config_t cfg = chained_config(stream_flags);
         strata_team_t *team = nullptr;
         if (gpu == nullptr || sync == nullptr || strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) {
             err = "setup";
             ++ready;
             return;
         }
-        const size_t bytes = kCount * sizeof(int32_t);
         void *send = nullptr, *recv = nullptr;
-        std::vector<int32_t> host(kCount);
-        for (size_t i = 0; i < kCount; ++i) host[i] = input(rank, i);
-        strata::Ticket t;
-        if (gpu->alloc(bytes, &send) != STRATA_OK || gpu->alloc(bytes, &recv) != STRATA_OK ||
-            gpu->copy(send, host.data(), bytes, &t) != STRATA_OK || strata::wait_ticket(*gpu, &t) != STRATA_OK ||
+        std::vector<int32_t> host;
+        if (!device_inputs(*gpu, rank, &send, &recv, &host) ||
             strata_allreduce(team, send, recv, kCount, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
             err = "the blocking allreduce that sets the team up";
         ++ready;
@@ -506,6 +514,35 @@ TEST(StreamFlags, SmallNonblockingHostAllreduceOnADeviceTeamAsksNothingOfTheGpu)
     EXPECT_LE(device.host_waits, per);
 }
 
+namespace {
+// One thread rank of a one-node GPU team (GPU 0 current), set up by a blocking device
+// allreduce of one int32 (dev: its buffer); *err says what failed. The team and the
+// buffer go with it.
+struct DeviceTeam {
+    strata::MemDomain *gpu = nullptr;
+    strata_team_t *team = nullptr;
+    void *dev = nullptr;
+    DeviceTeam(ThreadJob &job, int rank, int ranks, const strata_config_t &cfg, std::string *err) {
+        gpu = strata_test::make_gpu0_current(err) ? strata::cuda_domain(0, err) : nullptr;
+        strata_transport_t tp = job.transport(rank);
+        if (gpu != nullptr && strata_team_create(rank, ranks, 0, &tp, &cfg, &team) != STRATA_OK) *err = "team create";
+        const int32_t one = 1;
+        strata::Ticket t;
+        if (err->empty() && (gpu->alloc(sizeof one, &dev) != STRATA_OK || gpu->copy(dev, &one, sizeof one, &t) != STRATA_OK ||
+                             strata::wait_ticket(*gpu, &t)))
+            *err = "device buffer";
+        if (err->empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
+            *err = "the allreduce that sets the team up";
+    }
+    ~DeviceTeam() {
+        if (dev != nullptr) gpu->release(dev);
+        if (team != nullptr) strata_team_destroy(team);
+    }
+    DeviceTeam(const DeviceTeam &) = delete;
+    DeviceTeam &operator=(const DeviceTeam &) = delete;
+};
+}  // namespace
+
 // The node's host decision waits for every node peer's signature: a peer that never
 // starts the call ends it at the deadline (coll_strata_timeout), with a line that names
 // that rank, never a hang. Rank 1 sets the team up and then makes no call until rank
@@ -520,20 +557,10 @@ TEST(StreamFlags, AHostDecisionWhoseNodePeerNeverStartsEndsAtTheDeadline) {
     std::atomic<bool> ended{false};
     job.run([&](int rank) {
         std::string &err = errors[size_t(rank)];
-        strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
-        strata_transport_t tp = job.transport(rank);
         strata_config_t cfg = strata_test::host_test_config();
         cfg.timeout = 0.5;
-        strata_team_t *team = nullptr;
-        if (gpu != nullptr && strata_team_create(rank, kRanks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
-        void *dev = nullptr;
-        const int32_t one = 1;
-        strata::Ticket t;
-        if (err.empty() && (gpu->alloc(sizeof one, &dev) != STRATA_OK || gpu->copy(dev, &one, sizeof one, &t) != STRATA_OK ||
-                            strata::wait_ticket(*gpu, &t)))
-            err = "device buffer";
-        if (err.empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
-            err = "the allreduce that sets the team up";
+        DeviceTeam set(job, rank, kRanks, cfg, &err);
+        strata_team_t *team = set.team;
         if (rank == 0 && err.empty()) {
             int32_t in = 1, out = 0;
             strata_request_t *req = nullptr;
@@ -546,8 +573,6 @@ TEST(StreamFlags, AHostDecisionWhoseNodePeerNeverStartsEndsAtTheDeadline) {
         }
         if (rank == 0) ended = true;
         while (!ended.load()) std::this_thread::yield();
-        if (dev != nullptr) gpu->release(dev);
-        if (team != nullptr) strata_team_destroy(team);
     });
     for (const std::string &e : errors) EXPECT_EQ(e, "");
     EXPECT_EQ(status, STRATA_ERR_TIMEOUT);
@@ -572,20 +597,10 @@ GpuCounts count_host_calls(int ranks, const StartFn &start, const std::function<
     GpuCounts before, after;
     job.run([&](int rank) {
         std::string &err = (*errors)[size_t(rank)];
-        strata::MemDomain *gpu = strata_test::make_gpu0_current(&err) ? strata::cuda_domain(0, &err) : nullptr;
-        strata_transport_t tp = job.transport(rank);
         strata_config_t cfg = strata_test::host_test_config();
         if (zero_copy_size != 0) cfg.zero_copy_size = zero_copy_size;
-        strata_team_t *team = nullptr;
-        if (gpu != nullptr && strata_team_create(rank, ranks, 0, &tp, &cfg, &team) != STRATA_OK) err = "team create";
-        void *dev = nullptr;
-        const int32_t one = 1;
-        strata::Ticket t;
-        if (err.empty() && (gpu->alloc(sizeof one, &dev) != STRATA_OK || gpu->copy(dev, &one, sizeof one, &t) != STRATA_OK ||
-                            strata::wait_ticket(*gpu, &t)))
-            err = "device buffer";
-        if (err.empty() && strata_allreduce(team, STRATA_IN_PLACE, dev, 1, STRATA_INT32, STRATA_OP_SUM) != STRATA_OK)
-            err = "the allreduce that sets the team up";
+        DeviceTeam set(job, rank, ranks, cfg, &err);
+        strata_team_t *team = set.team;
         if (++ready == ranks) {
             before = gpu_counts();
             go = true;
@@ -606,8 +621,6 @@ GpuCounts count_host_calls(int ranks, const StartFn &start, const std::function<
         }
         while (!counted.load()) std::this_thread::yield();
         if (err.empty()) err = check(rank);
-        if (dev != nullptr) gpu->release(dev);
-        if (team != nullptr) strata_team_destroy(team);
     });
     return minus(after, before);
 }
