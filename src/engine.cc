@@ -231,7 +231,7 @@ void Schedule::rewind() {
 Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
     if (s.state == State::Waiting) {
         // A step of the branch not taken completes at once, doing nothing.
-        const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
+        const bool skipped = skipped_branch(s);
         switch (skipped ? Kind::Nop : s.kind) {
             case Kind::Nop:
                 s.state = State::Done;
@@ -710,7 +710,7 @@ Status Schedule::follow() {
 // Queues step id on the lane (a skipped branch's step and a join queue nothing).
 Status Schedule::queue(StepId id, bool *moved) {
     Step &s = steps_[id];
-    const bool skipped = s.cond != kNoStep && steps_[s.cond].outcome != s.want;
+    const bool skipped = skipped_branch(s);
     const Kind does = skipped ? Kind::Nop : s.kind;
     if (does != Kind::Nop) STRATA_CHECK(follow());
     run_.batch_works = run_.batch_works || does != Kind::Nop;
@@ -725,7 +725,8 @@ Status Schedule::queue(StepId id, bool *moved) {
             break;
         case Kind::Signal:
             STRATA_CHECK(chain_lane_->signal_flag(s.flag, num_.base + s.value));
-            __atomic_store_n(queued_note(s.flag), num_.base + s.value, __ATOMIC_RELEASE);
+            // Peers read it only at auto (agreed: the same level on every rank).
+            if (chain_queued_only_) __atomic_store_n(queued_note(s.flag), num_.base + s.value, __ATOMIC_RELEASE);
             break;
         case Kind::Wait:
             STRATA_CHECK(chain_lane_->wait_flag(s.flag, num_.base + s.value));
@@ -751,8 +752,7 @@ Status Schedule::queue(StepId id, bool *moved) {
 // device synchronize or a cudaFree never waits for a peer to call. The host asks again
 // at each pass (issue_chained).
 bool Schedule::peer_queued(const Step &s) const {
-    if (s.kind != Kind::Wait || !chain_queued_only_) return true;
-    if (s.cond != kNoStep && steps_[s.cond].outcome != s.want) return true;
+    if (s.kind != Kind::Wait || !chain_queued_only_ || skipped_branch(s)) return true;
     const uint64_t want = num_.base + s.value;
     return flag_reached(__atomic_load_n(queued_note(s.flag), __ATOMIC_ACQUIRE), want) ||
            flag_reached(__atomic_load_n(s.flag, __ATOMIC_ACQUIRE), want);

@@ -275,6 +275,8 @@ private:
     bool mark_due() const;
     bool queued_or_done(const Step &s) const;
     bool peer_queued(const Step &s) const;
+    // A step of a branch its decision did not take (Schedule::when): it runs as a no-op.
+    bool skipped_branch(const Step &s) const { return s.cond != kNoStep && steps_[s.cond].outcome != s.want; }
     bool host_needs(size_t from) const;
     Status queue(StepId id, bool *moved);
     Status issue_reduce(const Step &s, MemDomain &dom, Ticket *t);

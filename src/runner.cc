@@ -420,7 +420,7 @@ Status run_collective(Team &team, strata_coll_t coll, const CollArgs &args, cons
         // one decided there runs on that communicator, in the queue's order (a hand-back
         // at the start, by the rules on one rank's size alone, left its peers waiting
         // for the agreement).
-        team.start_setup_steps();
+        team.start_setup_steps(true);  // counted above (count_call), on a team that asks nothing
         return queue_undecided(team, coll, args, start, keep.quiet);
     } else if (team.agrees_calls() && team.hands_back_queued() && !stack_call(start)) {
         // Agreed at the head of the queue before serve() decides anything from its size,

@@ -100,10 +100,11 @@ Waiter Team::waiter() {
                   cfg_.timeout};
 }
 
-void Team::start_setup_steps() {
+void Team::start_setup_steps(bool counted) {
     if (stepped_) return;
     stepped_ = true;
-    run_steps([this] { (void)ensure_setup(true); });
+    if (counted) run_steps([this] { (void)set_up(true, false); });
+    else run_steps([this] { (void)ensure_setup(true); });
 }
 
 // The body's first stretch runs now, inside the call that started it, so that the

@@ -89,7 +89,9 @@ public:
     // it before its head call, and a blocking call runs it to its end. The same call
     // starts it on every rank: calls are collective and ordered, and a team is set up
     // otherwise only inside a blocking call or its creation.
-    void start_setup_steps();
+    // counted: the call that starts it was counted already (count_call), as a nonblocking
+    // call on a team set up is; its setup then asks no GPU question (asks_again() said no).
+    void start_setup_steps(bool counted = false);
     // True once the setup in steps has ended (or none runs): the team's state is then
     // agreed, as after any setup.
     bool advance_setup();

@@ -239,7 +239,7 @@ static void check_ranges(void)
         cs->setup_at_creation = STRATA_SETUP_AT_CREATION_HOST;
     }
     if (cs->stream_flags < STRATA_STREAM_FLAGS_OFF || cs->stream_flags > STRATA_STREAM_FLAGS_EAGER) {
-        warn_range("stream_flags", "(a number)", "writes, auto, 0", "writes");
+        warn_range("stream_flags", "(a number)", "writes, auto, eager, 0", "writes");
         cs->stream_flags = STRATA_STREAM_FLAGS_WRITES;
     }
     for (coll = 0; coll < STRATA_COLL_COUNT; ++coll) {

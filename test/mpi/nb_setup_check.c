@@ -194,7 +194,7 @@ static void late_gpu(int n)
     void *d_in = devbuf_alloc(n * sizeof(int)), *d_out = devbuf_alloc(n * sizeof(int));
     long long sum_ranks = (long long) size * (size + 1) / 2;
     MPI_Request req;
-    int call, i, round;
+    int call, i;
 
     if (NULL == d_in || NULL == d_out) {
         mismatch("device buffers (allocation failed)", 0, 0, 1);
@@ -211,9 +211,8 @@ static void late_gpu(int n)
         }
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         devbuf_to_host(out, d_out, n * sizeof(int));
-        round = call;
         for (i = 0; i < n; ++i) {
-            long long want = sum_ranks * round + (long long) size * (i % 7);
+            long long want = sum_ranks * call + (long long) size * (i % 7);
             if (out[i] != want) mismatch(call <= 6 ? "iallreduce on the GPU" : "persistent allreduce on the GPU", i,
                                          out[i], want);
         }
