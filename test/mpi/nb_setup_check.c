@@ -27,6 +27,20 @@
  * ran in GPU memory), which holds only if a communicator asks again about GPUs at
  * nonblocking calls too. Needs a CUDA driver (test/fakecuda in CI).
  *
+ *
+ * nb_setup_check -y [-n COUNT] [-w SECONDS] instead: a device synchronize between one
+ * rank's start of a nonblocking collective and its peers' starts, which MPI allows
+ * (the peers may start only after, say, a message from that rank). On a dup of
+ * MPI_COMM_WORLD made once the GPU is chosen, after two blocking allreduces on device
+ * buffers that set the team up, three rounds of: rank 0 starts an MPI_Iallreduce on
+ * device buffers, calls cuCtxSynchronize (every stream of its context), then sends
+ * every other rank a message on MPI_COMM_WORLD; they start the same MPI_Iallreduce once
+ * it came, or after the watchdog (-w, default 5 s). Exact results, and no watchdog
+ * fired: the synchronize waited for nothing the peers had not started. A schedule
+ * whose GPU work waits for peers' flags at its start (coll_strata_stream_flags eager)
+ * makes the synchronize wait for them: "WAITED" lines, exit 1. Default COUNT 2048 ints
+ * (8 KiB); run with coll_strata_device_segment_size 1024 for a call of 8 segments.
+ *
  * Prints "nb_setup_check: PASS ..." on rank 0 and exits 0, else "MISMATCH ..." or
  * "NOT SERVED ..." lines and exit 1. Hangs are caught by the caller's timeout.
  */
@@ -222,23 +236,90 @@ static void late_gpu(int n)
     free(in), free(out);
 }
 
+/* -y: rank 0 synchronizes its device between its start and its peers' (see the top). */
+static int sync_before_peers(int n, double watchdog, double *sync_ms)
+{
+    int *in = malloc(n * sizeof(int)), *out = malloc(n * sizeof(int));
+    void *d_in = devbuf_alloc(n * sizeof(int)), *d_out = devbuf_alloc(n * sizeof(int));
+    long long sum_ranks = (long long) size * (size + 1) / 2;
+    int round, i, r, waited = 0;
+    MPI_Comm c;
+
+    *sync_ms = 0;
+    if (NULL == d_in || NULL == d_out) {
+        mismatch("device buffers (allocation failed)", 0, 0, 1);
+        return 0;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    for (round = 0; round <= 4; ++round) {  /* 0, 1: blocking (setup); 2-4: the check */
+        MPI_Request req;
+        for (i = 0; i < n; ++i) in[i] = (rank + 1) * (round + 1) + i % 7;
+        devbuf_to_dev(d_in, in, n * sizeof(int));
+        if (round < 2) {
+            MPI_Allreduce(d_in, d_out, n, MPI_INT, MPI_SUM, c);
+        } else if (0 == rank) {
+            int go = round;
+            double t0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Iallreduce(d_in, d_out, n, MPI_INT, MPI_SUM, c, &req);
+            t0 = MPI_Wtime();
+            if (0 != devbuf_sync()) mismatch("cuCtxSynchronize (failed)", round, 1, 0);
+            *sync_ms += (MPI_Wtime() - t0) * 1e3;
+            for (r = 1; r < size; ++r) MPI_Send(&go, 1, MPI_INT, r, 7000 + round, MPI_COMM_WORLD);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            int go = 0, came = 0;
+            MPI_Request greq;
+            double give_up;
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Irecv(&go, 1, MPI_INT, 0, 7000 + round, MPI_COMM_WORLD, &greq);
+            give_up = MPI_Wtime() + watchdog;
+            while (!came && MPI_Wtime() < give_up) {
+                MPI_Test(&greq, &came, MPI_STATUS_IGNORE);
+                if (!came) usleep(1000);
+            }
+            if (!came) {
+                printf("WAITED rank %d: round %d: no word from rank 0 within %.0f s: its cuCtxSynchronize waited "
+                       "for this rank to start the call\n", rank, round, watchdog);
+                ++waited;
+            }
+            MPI_Iallreduce(d_in, d_out, n, MPI_INT, MPI_SUM, c, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            if (!came) MPI_Wait(&greq, MPI_STATUS_IGNORE);
+        }
+        devbuf_to_host(out, d_out, n * sizeof(int));
+        for (i = 0; i < n; ++i) {
+            long long want = sum_ranks * (round + 1) + (long long) size * (i % 7);
+            if (out[i] != want) mismatch(round < 2 ? "allreduce on the GPU" : "iallreduce on the GPU", i, out[i], want);
+        }
+    }
+    MPI_Comm_free(&c);
+    devbuf_free(d_in), devbuf_free(d_out);
+    free(in), free(out);
+    return waited;
+}
+
 int main(int argc, char **argv)
 {
     static const char *const colls[] = {"allreduce", "allgather", "bcast", "alltoall", "reduce_scatter"};
     static const long long calls[] = {4, 1, 1, 1, 1};
     long long before[5], lazy_before;
     long long staged_before = 0;
-    int n = 131072, need_strata = 0, gpu = 0, opt, provided, k, all_errors = 0, not_served = 0, all_not_served;
+    int n = 0, need_strata = 0, gpu = 0, hazard = 0, opt, provided, k, all_errors = 0, not_served = 0, all_not_served;
+    double watchdog = 5, sync_ms = 0;
 
-    while ((opt = getopt(argc, argv, "n:sgh")) != -1) {
+    while ((opt = getopt(argc, argv, "n:sgyw:h")) != -1) {
         if ('n' == opt) n = atoi(optarg);
         else if ('s' == opt) need_strata = 1;
         else if ('g' == opt) gpu = 1;
+        else if ('y' == opt) gpu = hazard = 1;
+        else if ('w' == opt) watchdog = atof(optarg);
         else {
-            fprintf(stderr, "usage: nb_setup_check [-g] [-n COUNT] [-s]\n");
+            fprintf(stderr, "usage: nb_setup_check [-g | -y [-w SECONDS]] [-n COUNT] [-s]\n");
             return 2;
         }
     }
+    if (n <= 0) n = hazard ? 2048 : 131072;
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -261,13 +342,20 @@ int main(int argc, char **argv)
             printf("NO GPU rank %d: %s\n", rank, why);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        late_gpu(n);
+        if (hazard) not_served += sync_before_peers(n, watchdog, &sync_ms);
+        else late_gpu(n);
     } else {
         five_outstanding(n);
         persistent_three(n);
     }
 
-    if (need_strata && gpu) {
+    if (need_strata && hazard) {
+        if (counter("allreduce_served") - before[0] < 5) {
+            printf("NOT SERVED rank %d: coll_strata_allreduce_served grew by %lld, expected 5\n", rank,
+                   counter("allreduce_served") - before[0]);
+            ++not_served;
+        }
+    } else if (need_strata && gpu) {
         long long now = counter("allreduce_served"), staged = counter("bytes_staged");
         if (now < 0 || now - before[0] < 9) {
             printf("NOT SERVED rank %d: coll_strata_allreduce_served grew by %lld, expected 9\n", rank,
@@ -302,7 +390,11 @@ int main(int argc, char **argv)
     for (k = 0; k < npvars; ++k) MPI_T_pvar_handle_free(session, &pvars[k].handle);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
-    if (0 == rank && 0 == all_errors && 0 == all_not_served) {
+    if (0 == rank && 0 == all_errors && 0 == all_not_served && hazard) {
+        printf("nb_setup_check: PASS np %d, %d ints per call, rank 0's device synchronize between its start and its "
+               "peers' waited for nothing they had not started (%.1f ms in all, 3 rounds)%s\n", size, n, sync_ms,
+               need_strata ? ", every call served by strata" : "");
+    } else if (0 == rank && 0 == all_errors && 0 == all_not_served) {
         printf("nb_setup_check: PASS np %d, %d ints per call%s%s\n", size, n,
                gpu ? ", the GPU chosen after MPI_Init, device buffers on MPI_COMM_WORLD" : "",
                need_strata ? (gpu ? ", every call served by strata in GPU memory" : ", every call served by strata")
