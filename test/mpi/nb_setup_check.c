@@ -242,12 +242,17 @@ static int sync_before_peers(int n, double watchdog, double *sync_ms)
     int *in = malloc(n * sizeof(int)), *out = malloc(n * sizeof(int));
     void *d_in = devbuf_alloc(n * sizeof(int)), *d_out = devbuf_alloc(n * sizeof(int));
     long long sum_ranks = (long long) size * (size + 1) / 2;
-    int round, i, r, waited = 0;
+    int round, i, r, waited = 0, ok = NULL != d_in && NULL != d_out, all_ok = 0;
     MPI_Comm c;
 
     *sync_ms = 0;
-    if (NULL == d_in || NULL == d_out) {
-        mismatch("device buffers (allocation failed)", 0, 0, 1);
+    /* every rank leaves together when one could not allocate (no peer left waiting in a collective) */
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        if (!ok) mismatch("device buffers (allocation failed)", 0, 0, 1);
+        if (NULL != d_in) devbuf_free(d_in);
+        if (NULL != d_out) devbuf_free(d_out);
+        free(in), free(out);
         return 0;
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
