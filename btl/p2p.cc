@@ -112,16 +112,29 @@ Status BounceChannel::poll_group(Group *g, bool *done) {
 }
 
 Status BounceChannel::isend(const void *buf, size_t bytes, int peer, int tag, void **req) {
+    return send_copy(buf, bytes, peer, tag, dom_, Req::Phase::Copy, req);
+}
+
+// The send's copy goes on the lane behind the work queued there before it; no event of
+// its own: the caller tests req once the lane passed it, and the transfer starts then.
+Status BounceChannel::isend_queued(const void *buf, size_t bytes, int peer, int tag, MemDomain &lane, void **req) {
+    return send_copy(buf, bytes, peer, tag, lane, Req::Phase::Queued, req);
+}
+
+// A send's copy into a bounce buffer, on dom_ (Phase::Copy: its group's event tells when
+// it is done) or on a run's lane (Phase::Queued).
+Status BounceChannel::send_copy(const void *buf, size_t bytes, int peer, int tag, MemDomain &on, Req::Phase phase,
+                                void **req) {
     Req *r = new_req();
-    *r = Req{false, Req::Phase::Copy, const_cast<void *>(buf), bytes, peer, tag, {}, Ticket{}, nullptr, nullptr, false};
+    *r = Req{false, phase, const_cast<void *>(buf), bytes, peer, tag, {}, Ticket{}, nullptr, nullptr, false};
     Status st = take(bytes, &r->bounce);
-    if (st == STRATA_OK) st = dom_.copy(r->bounce.ptr, buf, bytes, nullptr);  // its group's event tells
+    if (st == STRATA_OK) st = on.copy(r->bounce.ptr, buf, bytes, nullptr);
     if (st != STRATA_OK) {
         if (r->bounce.ptr) give(r->bounce);
         spare_.push_back(r);
         return st;
     }
-    r->group = join_group();
+    if (phase == Req::Phase::Copy) r->group = join_group();
     *req = r;
     return STRATA_OK;
 }
@@ -145,6 +158,7 @@ Status BounceChannel::test(void *req, bool *done) {
     Req *r = static_cast<Req *>(req);
     *done = false;
     bool step_done = false;
+    if (r->phase == Req::Phase::Queued && !r->recv) return start_transfer(r);  // the lane passed its copy
     if (r->phase == Req::Phase::Copy) {
         if (!r->recv && !r->tested && !r->group->marked) {  // the pass may issue more sends
             r->tested = true;
@@ -163,13 +177,7 @@ Status BounceChannel::test(void *req, bool *done) {
         }
         leave(r->group);
         r->group = nullptr;
-        r->phase = Req::Phase::Transfer;
-        const Status sent = inner_.isend(r->bounce.ptr, r->bytes, r->peer, r->tag, &r->inner);
-        if (sent != STRATA_OK) {
-            drop(r);
-            return sent;
-        }
-        return STRATA_OK;
+        return start_transfer(r);
     }
     // A receive's size is checked by the inner channel (a shorter message is an error).
     const Status st = r->recv ? inner_.test_recv(r->inner, &step_done, r->bytes) : inner_.test(r->inner, &step_done);
@@ -190,6 +198,14 @@ Status BounceChannel::test(void *req, bool *done) {
         return copied;
     }
     return STRATA_OK;
+}
+
+// A send's copy is done: its bounce buffer goes on the wire.
+Status BounceChannel::start_transfer(Req *r) {
+    r->phase = Req::Phase::Transfer;
+    const Status sent = inner_.isend(r->bounce.ptr, r->bytes, r->peer, r->tag, &r->inner);
+    if (sent != STRATA_OK) drop(r);
+    return sent;
 }
 
 // A receive's host-to-device copy goes on the run's lane instead of the domain's stream,
@@ -227,7 +243,8 @@ void BounceChannel::finish_queued(void *req) { drop(static_cast<Req *>(req)); }
 
 // A given-up send may still be read by the inner channel; its buffer goes back to the
 // free list all the same, since only a failed call cancels, and a team whose call
-// failed takes no more calls (team_calls.cc).
+// failed takes no more calls (team_calls.cc). A queued copy (Phase::Queued) is past:
+// the caller cancels only once the lane passed it.
 void BounceChannel::cancel(void *req, bool recv) {
     Req *r = static_cast<Req *>(req);
     (void)recv;  // r knows

@@ -11,7 +11,9 @@
 //    Messages are independent requests, so one message's copy overlaps another's
 //    transfer (a pipeline's segments are separate messages).
 //    In a run chained on a lane (src/engine.h) a receive's copy goes on the lane
-//    instead (test_recv_queued): no event of its own to poll.
+//    instead (test_recv_queued): no event of its own to poll; and so does a send's
+//    (isend_queued), behind the kernels that wrote its buffer, so that the host need
+//    not learn that they are done before the copy starts.
 // Channels of other kinds (UCX: btl/ucx_channel.cc) implement this interface and are
 // registered in btl/channels.h, which the team asks which one its schedules run over.
 #ifndef STRATA_BTL_P2P_H
@@ -53,6 +55,18 @@ public:
         return test_recv(req, done, expected);
     }
     virtual void finish_queued(void *req) { (void)req; }
+    // Whether isend_queued() can put a send's own copy (the bounce channel's
+    // device-to-host copy) on a run's lane.
+    virtual bool queues_sends() const { return false; }
+    // A run chained on a lane, where queues_sends(): isend(), with the copy queued on
+    // lane behind what the run queued there before (the work that wrote buf may not
+    // have run yet). The transfer starts at the first test() of req, which the caller
+    // makes only once the lane has passed the copy (the batch queued after it
+    // completed, or the lane drained); cancel() is allowed from then on too.
+    virtual Status isend_queued(const void *buf, size_t bytes, int peer, int tag, MemDomain &lane, void **req) {
+        (void)buf, (void)bytes, (void)peer, (void)tag, (void)lane, (void)req;
+        return STRATA_ERR_INTERNAL;
+    }
     // Gives up a transfer test() has not completed: nothing of it touches memory after.
     virtual void cancel(void *req, bool recv) = 0;
     // Moves the transfers on. test() only looks (a transport may leave progress to
@@ -94,6 +108,8 @@ public:
     Status test(void *req, bool *done) override;
     Status test_recv_queued(void *req, bool *done, size_t expected, MemDomain &lane, bool *queued) override;
     void finish_queued(void *req) override;
+    bool queues_sends() const override { return true; }
+    Status isend_queued(const void *buf, size_t bytes, int peer, int tag, MemDomain &lane, void **req) override;
     void cancel(void *req, bool recv) override;
     void progress() override { inner_.progress(); }
     const char *name() const override { return "bounce"; }
@@ -116,7 +132,9 @@ private:
     };
     struct Req {
         bool recv;
-        enum class Phase { Copy, Transfer, Queued } phase;  // Queued: its copy is on a run's lane
+        // Queued: its copy is on a run's lane (a receive's after its transfer, a send's
+        // before it).
+        enum class Phase { Copy, Transfer, Queued } phase;
         void *user;     // the device buffer
         size_t bytes;
         int peer, tag;
@@ -133,6 +151,8 @@ private:
     Group *join_group();
     void leave(Group *g);
     Status poll_group(Group *g, bool *done);
+    Status send_copy(const void *buf, size_t bytes, int peer, int tag, MemDomain &on, Req::Phase phase, void **req);
+    Status start_transfer(Req *r);
 
     P2PChannel &inner_;
     MemDomain &dom_;

@@ -247,10 +247,18 @@ Status Schedule::advance(Step &s, P2PChannel &ch, bool *moved) {
                 break;
             case Kind::Poll:
                 break;
-            case Kind::Send:
-                STRATA_CHECK(ch.isend(s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req));
+            case Kind::Send: {
+                bool queued = false;
+                STRATA_CHECK(send_onto_lane(s, ch, &queued));
+                if (!queued) STRATA_CHECK(ch.isend(s.src, s.n, s.peer, num_.tag_base | s.tag, &s.req));
                 count(STRATA_STAT_BYTES_SENT, s.n);
+                if (queued) {  // tested once the batch after its copy completes (poll_batches)
+                    s.state = State::Started;
+                    *moved = true;
+                    return STRATA_OK;
+                }
                 break;
+            }
             case Kind::Recv:
                 STRATA_CHECK(ch.irecv(s.dst, s.n, s.peer, num_.tag_base | s.tag, &s.req));
                 break;
@@ -350,7 +358,10 @@ void Schedule::abandon(P2PChannel &ch) {
     std::vector<Step *> sends;
     for (Step &s : steps_) {
         if (s.state != State::Started) continue;
-        if (s.kind == Kind::Send && s.req != nullptr) {
+        if (s.kind == Kind::Send && s.req != nullptr && run_.copy_queued[&s - steps_.data()]) {
+            ch.cancel(s.req, false);  // its copy is past (drain_lane), its transfer not started
+            s.req = nullptr;
+        } else if (s.kind == Kind::Send && s.req != nullptr) {
             sends.push_back(&s);
             continue;
         }
@@ -409,7 +420,7 @@ void Schedule::build_graph() {
 
 // Which steps go on the lane (chain()): flag waits only in a schedule of one node's
 // work (no sends, no receives), whose completion then needs no peer's host.
-void Schedule::plan_lane() {
+void Schedule::plan_lane(bool queued_sends) {
     Run &r = run_;
     const size_t n = steps_.size();
     r.chained = chain_lane_ != nullptr;
@@ -421,20 +432,24 @@ void Schedule::plan_lane() {
     } else {
         r.on_lane.assign(n, 0);
     }
-    choose_relaxed_waits();
+    choose_relaxed_waits(queued_sends);
 }
 
 // Without waits on the lane: a host flag wait or join whose every dependent is a lane
 // step or such a step itself counts its lane dependencies as met once they are queued
 // (see engine.h). Nothing the host does after it reads what the lane writes before
 // the batch it is in is done, so only when the host polls a peer's flag changes.
-void Schedule::choose_relaxed_waits() {
+// queued_sends: the channel queues a send's copy on the lane (queues_sends), so every
+// send is such a step too, whatever follows it: it is done only after its copy, which
+// the lane runs after everything queued before it.
+void Schedule::choose_relaxed_waits(bool queued_sends) {
     Run &r = run_;
     const size_t n = steps_.size();
     r.relaxed.assign(n, 0);
     if (!r.chained || r.lane_waits) return;
     for (size_t i = n; i-- > 0;) {
         const Step &s = steps_[i];
+        if (s.kind == Kind::Send) r.relaxed[i] = queued_sends;
         if (r.on_lane[i] || (s.kind != Kind::Wait && s.kind != Kind::Nop)) continue;
         bool relaxed = true;
         for (uint32_t k = r.first_dependent[i]; k < r.first_dependent[i + 1] && relaxed; ++k)
@@ -467,7 +482,10 @@ Status Schedule::start(P2PChannel &ch, RunWatch *watch, Numbering num) {
         for (uint32_t d = 0; d < steps_[i].dep_count; ++d)
             r.pending[i] += steps_[deps_[steps_[i].dep_begin + d]].state != State::Done;
     }
-    plan_lane();
+    plan_lane(ch.queues_sends());
+    r.copy_queued.assign(n, 0);
+    r.lane_sends.clear();
+    r.sends_batched = 0;
     r.lane_ready.clear();
     r.lane_head = 0;
     r.lane_left = 0;
@@ -523,6 +541,7 @@ Status Schedule::pass(bool *moved) {
     Run &r = run_;
     r.next.clear();
     r.unreached.clear();
+    r.sends_coming = false;  // those are active now
     if (r.chained) STRATA_CHECK(poll_batches(moved));
     // active grows while we walk it: steps released now start in this pass.
     for (size_t a = 0; a < r.active.size(); ++a) {
@@ -534,7 +553,7 @@ Status Schedule::pass(bool *moved) {
             continue;
         }
         STRATA_CHECK(advance(s, *r.ch, moved));
-        if (r.on_lane[id]) continue;  // a receive whose channel queued its copy on the lane
+        if (r.on_lane[id] || r.copy_queued[id]) continue;  // its channel queued its copy on the lane
         if (s.state != State::Done) {
             if (s.kind == Kind::Wait) r.note_unreached(s.flag, num_.base + s.value);
             r.next.push_back(id);
@@ -583,6 +602,7 @@ void Schedule::lane_queued(StepId id) {
             r.batch_due = true;
         } else if (--r.pending[d] == 0) {
             r.active.push_back(d);
+            r.sends_coming = r.sends_coming || steps_[d].kind == Kind::Send;
         }
     }
 }
@@ -690,6 +710,24 @@ void Schedule::queued_by_channel(StepId id) {
     lane_queued(id);
 }
 
+// Issues send s with its copy queued on the lane (*queued) where it is a relaxed send
+// (choose_relaxed_waits: the channel queues sends): what wrote its buffer may be
+// queued there and not done. Its copy joins the next batch, which a host step (its
+// transfer) needs done.
+Status Schedule::send_onto_lane(Step &s, P2PChannel &ch, bool *queued) {
+    Run &r = run_;
+    const StepId id = static_cast<StepId>(&s - steps_.data());
+    *queued = r.chained && r.relaxed[id];
+    if (!*queued) return STRATA_OK;
+    STRATA_CHECK(follow());
+    STRATA_CHECK(ch.isend_queued(s.src, s.n, s.peer, num_.tag_base | s.tag, *chain_lane_, &s.req));
+    r.copy_queued[id] = 1;
+    r.lane_sends.push_back(id);
+    r.batch_works = true;
+    r.batch_due = true;
+    return STRATA_OK;
+}
+
 // A lane step is done: a receive queued there by its channel gives its request back.
 void Schedule::lane_step_done(StepId id) {
     Step &s = steps_[id];
@@ -773,9 +811,11 @@ bool Schedule::host_needs(size_t from) const {
 // done) only once a host step needs it done (batch_due, set as such a step's lane
 // dependency is queued) or nothing is left to queue; until then it joins the next
 // batch. So a host step never waits for an event that nobody records.
+// A send made ready by what was just queued queues its copy at the next pass, and the
+// batch waits for it (sends_coming): one event for both.
 bool Schedule::mark_due() const {
     const Run &r = run_;
-    return r.lane_waits || r.lane_left == 0 || r.batch_due;
+    return r.lane_waits || r.batch_due || (r.lane_left == 0 && !r.sends_coming);
 }
 
 // Queues the lane's steps, then marks the end of what was queued: one ticket for the
@@ -800,7 +840,7 @@ Status Schedule::issue_chained(bool *moved) {
         }
         STRATA_CHECK(queue(static_cast<StepId>(r.cursor), moved));
     }
-    if (r.batched == r.queued.size()) return STRATA_OK;
+    if (r.batched == r.queued.size() && r.sends_batched == r.lane_sends.size()) return STRATA_OK;
     if (!r.batch_works) {
         // Only joins and skipped steps: nothing for the stream to do, so no event. They are
         // done with the batch before them, or now if the lane has none outstanding (which
@@ -824,8 +864,9 @@ Status Schedule::issue_chained(bool *moved) {
     if (!mark_due()) return STRATA_OK;  // joins the next batch
     r.batch_works = false;
     r.batch_due = false;
-    Run::Batch b{Ticket{}, r.batched, r.queued.size()};
+    Run::Batch b{Ticket{}, r.batched, r.queued.size(), r.sends_batched, r.lane_sends.size()};
     r.batched = r.queued.size();
+    r.sends_batched = r.lane_sends.size();
     const Status st = chain_lane_->mark(&b.end);
     r.batches.push_back(b);  // even on an error: abandon drains it
     return st;
@@ -843,6 +884,10 @@ Status Schedule::poll_batches(bool *moved) {
         for (size_t q = b.first; q < b.last; ++q) {
             lane_step_done(r.queued[q]);
             release(r.queued[q]);
+        }
+        for (size_t q = b.sends_first; q < b.sends_last; ++q) {  // their transfers start at this pass's test
+            r.copy_queued[r.lane_sends[q]] = 0;
+            r.active.push_back(r.lane_sends[q]);
         }
         *moved = true;
     }

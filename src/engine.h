@@ -28,6 +28,10 @@
 // receives, and polls one event per batch instead of one per kernel. A receive whose
 // channel copies it into device memory itself (the bounce channel) has that copy
 // queued on the lane once the message arrived, and joins the batch as a lane step.
+// Where the channel can queue a send's copy too (P2PChannel::queues_sends), a send
+// counts its lane dependencies as met once they are queued: its copy out of device
+// memory goes on the lane behind them, joins the batch, and the transfer starts when
+// the batch completes, so the host polls no event for the kernels that wrote it.
 // A team may also chain without waits on the lane everywhere (chain()'s waits false,
 // coll_strata_stream_flags writes): a node's work is then queued in ready order too,
 // the stream writes the flags and the host waits for the peers'. Two rules keep the
@@ -269,9 +273,9 @@ private:
     Status pass(bool *moved);
     void abandon(P2PChannel &ch);
     void build_graph();
-    void plan_lane();
+    void plan_lane(bool queued_sends = false);
     void choose_lane_steps();
-    void choose_relaxed_waits();
+    void choose_relaxed_waits(bool queued_sends);
     bool mark_due() const;
     bool queued_or_done(const Step &s) const;
     bool peer_queued(const Step &s) const;
@@ -286,6 +290,7 @@ private:
     void lane_dep_met(StepId id);
     void lane_queued(StepId id);
     void queued_by_channel(StepId id);
+    Status send_onto_lane(Step &s, P2PChannel &ch, bool *queued);
     void lane_step_done(StepId id);
     void drain_lane();
     void report_stall(const std::vector<StepId> &active) const;
@@ -341,6 +346,13 @@ private:
         // Without waits on the lane: the host steps that count a lane dependency as met
         // once it is queued (relaxed, see the top), and the lane steps not queued yet.
         std::vector<uint8_t> relaxed;
+        // Sends whose copy the channel queued on the lane (P2PChannel::isend_queued):
+        // out of the active steps until the batch after it completes. lane_sends in
+        // queue order, [0, sends_batched) in a batch.
+        std::vector<uint8_t> copy_queued;
+        std::vector<StepId> lane_sends;
+        size_t sends_batched = 0;
+        bool sends_coming = false;  // a send became ready as its dependency was queued (mark_due)
         size_t lane_left = 0;
         size_t cursor = 0;
         std::vector<uint32_t> unqueued;
@@ -349,11 +361,12 @@ private:
         struct Batch {
             Ticket end;
             size_t first, last;  // its steps: queued[first, last)
+            size_t sends_first, sends_last;  // the sends whose copies it covers: lane_sends[...)
         };
         std::vector<StepId> queued;
         std::vector<Batch> batches;
         size_t batched = 0;  // queued[0, batched) are in a batch
-        bool batch_works = false;  // queued[batched, end) gives the stream work (not only joins)
+        bool batch_works = false;  // queued[batched, end) or a send's copy gives the stream work (not only joins)
         bool batch_due = false;    // and a host step needs some of it done (mark_due)
         size_t done = 0;
         int idle = 0;

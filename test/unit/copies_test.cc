@@ -242,6 +242,9 @@ TEST(StageBlocks, AlltoallvGapsZerosTouchingAndOverlappingBlocks) {
 // The host domain, but copies finish on the kPollsPerCopy-th poll of their ticket: the
 // source is read when the copy is queued and the destination written when it
 // completes, so a step that runs before the copy's step is done sees the old bytes.
+// With read_late, as a stream does, copies read their source when they land, in the
+// order they were queued: a copy queued behind one that writes its source reads the
+// new bytes only if both land together or in that order.
 // Counts what is asked of it and knows which memory it handed out by alloc_host.
 class LateHostDomain : public strata::MemDomain {
 public:
@@ -257,7 +260,8 @@ public:
         if (to && !from) ++copies_into_pool;
         if (from && !to) ++copies_out_of_pool;
         const char *s = static_cast<const char *>(src);
-        Write w{static_cast<char *>(dst), std::vector<char>(s, s + bytes)};
+        Write w{static_cast<char *>(dst), read_late ? s : nullptr, bytes,
+                read_late ? std::vector<char>() : std::vector<char>(s, s + bytes)};
         if (t == nullptr) {  // queued with no ticket: lands with the next mark's
             unmarked_.push_back(std::move(w));
             return STRATA_OK;
@@ -282,7 +286,7 @@ public:
         Pending *p = static_cast<Pending *>(t->pending);
         *done = p == nullptr || --p->polls_left == 0;
         if (p != nullptr && *done) {
-            for (const Write &w : p->writes) memcpy(w.dst, w.data.data(), w.data.size());
+            for (const Write &w : p->writes) memmove(w.dst, w.src ? w.src : w.data.data(), w.bytes);
             delete p;
             t->pending = nullptr;
         }
@@ -316,6 +320,7 @@ public:
         return false;
     }
 
+    bool read_late = false;
     int copies = 0, copies_into_pool = 0, copies_out_of_pool = 0;
     int ticketed = 0, marks = 0;  // copies with a ticket of their own; mark() tickets
     size_t copied_bytes = 0;
@@ -325,6 +330,8 @@ public:
 private:
     struct Write {
         char *dst;
+        const char *src;  // read_late; else data, read when the copy was queued
+        size_t bytes;
         std::vector<char> data;
     };
     struct Pending {
@@ -498,6 +505,100 @@ TEST(BounceChannel, TheSendsOfAPassShareOneEvent) {
         } else {
             for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 5, 0, m), "") << "message " << m;
         }
+    });
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+// In a run chained on a lane (src/engine.h), a send's copy out of device memory goes on
+// the lane behind the work that wrote its buffer, before that work is done: rank 0's
+// schedule fills each message's buffer with a lane copy (a kernel's stand-in) and
+// sends it through the bounce channel. The lane lands its copies in order and reads
+// their sources when they land (read_late), so a send copy queued ahead of its fill,
+// or a transfer started before the lane passed it, arrives wrong. The fills and the
+// sends' copies share the lane's one batch: the host polled no event to learn that a
+// fill was done (before: the fills' batch, then the sends' own event on the channel's
+// domain).
+TEST(BounceChannel, ChainedSendsCopyOnTheLaneBehindTheWorkThatWroteThem) {
+    strata_test::ThreadJob job(2);
+    job.run([&](int rank) {
+        Rank r(job, rank);
+        LateHostDomain gpu, lane;  // the steps' domain, and the lane its work goes to
+        lane.read_late = true;
+        r.sched.clear();
+        std::vector<std::vector<char>> src(kSizes.size()), msgs(kSizes.size());
+        for (size_t m = 0; m < kSizes.size(); ++m) {
+            msgs[m].assign(kSizes[m], char(0x3c));
+            if (rank == 0) {
+                src[m].resize(kSizes[m]);
+                for (size_t i = 0; i < kSizes[m]; ++i) src[m][i] = char(pattern(6, 0, m, i));
+                const StepId fill = r.sched.copy(gpu, msgs[m].data(), src[m].data(), kSizes[m]);
+                r.sched.send(msgs[m].data(), kSizes[m], 1, int(m), {fill});
+            } else {
+                r.sched.recv(msgs[m].data(), kSizes[m], 0, int(m));
+            }
+        }
+        if (rank == 0) r.sched.chain(&gpu, &lane, {}, false);
+        ASSERT_EQ(r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain), STRATA_OK);
+        if (rank == 0) {
+            EXPECT_EQ(gpu.copies, 0) << "a fill ran off the lane";
+            EXPECT_EQ(lane.copies, 2 * kNonEmpty) << "the fills and the sends' copies (an empty message has neither)";
+            EXPECT_EQ(lane.marks, 1) << "the host learnt that a fill was done before its send's copy was queued";
+            EXPECT_EQ(r.dom.copies, 0) << "a send's copy went on the channel's own domain";
+            EXPECT_EQ(r.dom.marks + r.dom.ticketed, 0);
+            EXPECT_EQ(r.wire.from_pool, kNonEmpty);
+        } else {
+            for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 6, 0, m), "") << "message " << m;
+        }
+    });
+    EXPECT_EQ(job.unreceived(), 0u);
+}
+
+// A chained run given up while its sends' copies are on the lane: rank 0's third poll
+// of a failing step comes after the sends queued their copies and before the lane
+// passed them. The run fails, nothing goes on the wire, and the channel takes the
+// next run (its buffers back, the same messages exact).
+TEST(BounceChannel, AChainedRunGivenUpWithSendsCopiesOnTheLane) {
+    strata_test::ThreadJob job(2);
+    job.run([&](int rank) {
+        Rank r(job, rank);
+        LateHostDomain gpu, lane;
+        lane.read_late = true;
+        std::vector<std::vector<char>> src(kSizes.size()), msgs(kSizes.size());
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const bool fails = attempt == 0;
+            if (rank == 1 && fails) continue;  // nothing reaches it
+            r.sched.clear();
+            for (size_t m = 0; m < kSizes.size(); ++m) {
+                msgs[m].assign(kSizes[m], char(0x3c));
+                if (rank == 0) {
+                    src[m].resize(kSizes[m]);
+                    for (size_t i = 0; i < kSizes[m]; ++i) src[m][i] = char(pattern(8, 0, m, i));
+                    const StepId fill = r.sched.copy(gpu, msgs[m].data(), src[m].data(), kSizes[m]);
+                    r.sched.send(msgs[m].data(), kSizes[m], 1, int(m), {fill});
+                } else {
+                    r.sched.recv(msgs[m].data(), kSizes[m], 0, int(m));
+                }
+            }
+            int polls = 0;
+            if (fails)
+                r.sched.poll([&polls](bool *done, bool *) {
+                    *done = false;
+                    return ++polls == 3 ? STRATA_ERR_COMM : STRATA_OK;
+                });
+            if (rank == 0) r.sched.chain(&gpu, &lane, {}, false);
+            const Status st = r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain);
+            if (fails) {
+                EXPECT_EQ(st, STRATA_ERR_COMM);
+                EXPECT_EQ(lane.copies, 2 * kNonEmpty) << "the sends had not queued their copies when it failed";
+                EXPECT_EQ(r.wire.from_pool, 0) << "a send went on the wire after its run failed";
+            } else {
+                EXPECT_EQ(st, STRATA_OK);
+            }
+        }
+        if (rank == 1)
+            for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 8, 0, m), "") << "message " << m;
+        else
+            EXPECT_LE(r.dom.host_allocs + lane.host_allocs, kNonEmpty) << "the given-up sends' buffers were not reused";
     });
     EXPECT_EQ(job.unreceived(), 0u);
 }
