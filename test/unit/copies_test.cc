@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -509,45 +510,59 @@ TEST(BounceChannel, TheSendsOfAPassShareOneEvent) {
     EXPECT_EQ(job.unreceived(), 0u);
 }
 
-// In a run chained on a lane (src/engine.h), a send's copy out of device memory goes on
-// the lane behind the work that wrote its buffer, before that work is done: rank 0's
-// schedule fills each message's buffer with a lane copy (a kernel's stand-in) and
-// sends it through the bounce channel. The lane lands its copies in order and reads
-// their sources when they land (read_late), so a send copy queued ahead of its fill,
-// or a transfer started before the lane passed it, arrives wrong. The fills and the
-// sends' copies share the lane's one batch: the host polled no event to learn that a
-// fill was done (before: the fills' batch, then the sends' own event on the channel's
-// domain).
-TEST(BounceChannel, ChainedSendsCopyOnTheLaneBehindTheWorkThatWroteThem) {
-    strata_test::ThreadJob job(2);
-    job.run([&](int rank) {
-        Rank r(job, rank);
-        LateHostDomain gpu, lane;  // the steps' domain, and the lane its work goes to
-        lane.read_late = true;
+// A chained run's sends for the two tests below: rank 0 fills each message's buffer
+// with a copy of gpu (which the chain puts on the lane: a kernel's stand-in) and sends
+// it through the bounce channel; rank 1 receives them on the plain channel. The lane
+// lands its copies in order and reads their sources as they land (read_late).
+struct FilledSends {
+    LateHostDomain gpu, lane;
+    std::vector<std::vector<char>> src, msgs;
+    FilledSends() : src(kSizes.size()), msgs(kSizes.size()) { lane.read_late = true; }
+
+    // Builds the run of `round` on r.sched (after anything the caller adds) and runs it.
+    Status run(Rank &r, int rank, int round, const std::function<void()> &add = {}) {
         r.sched.clear();
-        std::vector<std::vector<char>> src(kSizes.size()), msgs(kSizes.size());
         for (size_t m = 0; m < kSizes.size(); ++m) {
             msgs[m].assign(kSizes[m], char(0x3c));
             if (rank == 0) {
                 src[m].resize(kSizes[m]);
-                for (size_t i = 0; i < kSizes[m]; ++i) src[m][i] = char(pattern(6, 0, m, i));
+                for (size_t i = 0; i < kSizes[m]; ++i) src[m][i] = char(pattern(round, 0, m, i));
                 const StepId fill = r.sched.copy(gpu, msgs[m].data(), src[m].data(), kSizes[m]);
                 r.sched.send(msgs[m].data(), kSizes[m], 1, int(m), {fill});
             } else {
                 r.sched.recv(msgs[m].data(), kSizes[m], 0, int(m));
             }
         }
+        if (add) add();
         if (rank == 0) r.sched.chain(&gpu, &lane, {}, false);
-        ASSERT_EQ(r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain), STRATA_OK);
+        return r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain);
+    }
+    void expect_received(int round) const {
+        for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], round, 0, m), "") << "message " << m;
+    }
+};
+
+// In a run chained on a lane (src/engine.h), a send's copy out of device memory goes on
+// the lane behind the work that wrote its buffer, before that work is done. So a send
+// copy queued ahead of its fill, or a transfer started before the lane passed it,
+// arrives wrong. The fills and the sends' copies share the lane's one batch: the host
+// polled no event to learn that a fill was done (before: the fills' batch, then the
+// sends' own event on the channel's domain).
+TEST(BounceChannel, ChainedSendsCopyOnTheLaneBehindTheWorkThatWroteThem) {
+    strata_test::ThreadJob job(2);
+    job.run([&](int rank) {
+        Rank r(job, rank);
+        FilledSends f;
+        ASSERT_EQ(f.run(r, rank, 6), STRATA_OK);
         if (rank == 0) {
-            EXPECT_EQ(gpu.copies, 0) << "a fill ran off the lane";
-            EXPECT_EQ(lane.copies, 2 * kNonEmpty) << "the fills and the sends' copies (an empty message has neither)";
-            EXPECT_EQ(lane.marks, 1) << "the host learnt that a fill was done before its send's copy was queued";
+            EXPECT_EQ(f.gpu.copies, 0) << "a fill ran off the lane";
+            EXPECT_EQ(f.lane.copies, 2 * kNonEmpty) << "the fills and the sends' copies (an empty message has neither)";
+            EXPECT_EQ(f.lane.marks, 1) << "the host learnt that a fill was done before its send's copy was queued";
             EXPECT_EQ(r.dom.copies, 0) << "a send's copy went on the channel's own domain";
             EXPECT_EQ(r.dom.marks + r.dom.ticketed, 0);
             EXPECT_EQ(r.wire.from_pool, kNonEmpty);
         } else {
-            for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 6, 0, m), "") << "message " << m;
+            f.expect_received(6);
         }
     });
     EXPECT_EQ(job.unreceived(), 0u);
@@ -561,44 +576,24 @@ TEST(BounceChannel, AChainedRunGivenUpWithSendsCopiesOnTheLane) {
     strata_test::ThreadJob job(2);
     job.run([&](int rank) {
         Rank r(job, rank);
-        LateHostDomain gpu, lane;
-        lane.read_late = true;
-        std::vector<std::vector<char>> src(kSizes.size()), msgs(kSizes.size());
-        for (int attempt = 0; attempt < 2; ++attempt) {
-            const bool fails = attempt == 0;
-            if (rank == 1 && fails) continue;  // nothing reaches it
-            r.sched.clear();
-            for (size_t m = 0; m < kSizes.size(); ++m) {
-                msgs[m].assign(kSizes[m], char(0x3c));
-                if (rank == 0) {
-                    src[m].resize(kSizes[m]);
-                    for (size_t i = 0; i < kSizes[m]; ++i) src[m][i] = char(pattern(8, 0, m, i));
-                    const StepId fill = r.sched.copy(gpu, msgs[m].data(), src[m].data(), kSizes[m]);
-                    r.sched.send(msgs[m].data(), kSizes[m], 1, int(m), {fill});
-                } else {
-                    r.sched.recv(msgs[m].data(), kSizes[m], 0, int(m));
-                }
-            }
+        FilledSends f;
+        if (rank == 0) {
             int polls = 0;
-            if (fails)
+            const Status st = f.run(r, rank, 8, [&] {
                 r.sched.poll([&polls](bool *done, bool *) {
                     *done = false;
                     return ++polls == 3 ? STRATA_ERR_COMM : STRATA_OK;
                 });
-            if (rank == 0) r.sched.chain(&gpu, &lane, {}, false);
-            const Status st = r.sched.run(rank == 0 ? static_cast<strata::P2PChannel &>(r.bounce) : r.plain);
-            if (fails) {
-                EXPECT_EQ(st, STRATA_ERR_COMM);
-                EXPECT_EQ(lane.copies, 2 * kNonEmpty) << "the sends had not queued their copies when it failed";
-                EXPECT_EQ(r.wire.from_pool, 0) << "a send went on the wire after its run failed";
-            } else {
-                EXPECT_EQ(st, STRATA_OK);
-            }
+            });
+            EXPECT_EQ(st, STRATA_ERR_COMM);
+            EXPECT_EQ(f.lane.copies, 2 * kNonEmpty) << "the sends had not queued their copies when it failed";
+            EXPECT_EQ(r.wire.from_pool, 0) << "a send went on the wire after its run failed";
         }
+        EXPECT_EQ(f.run(r, rank, 8), STRATA_OK);  // nothing of the failed run reaches rank 1
         if (rank == 1)
-            for (size_t m = 0; m < kSizes.size(); ++m) EXPECT_EQ(check_bytes(msgs[m], 8, 0, m), "") << "message " << m;
+            f.expect_received(8);
         else
-            EXPECT_LE(r.dom.host_allocs + lane.host_allocs, kNonEmpty) << "the given-up sends' buffers were not reused";
+            EXPECT_LE(r.dom.host_allocs, kNonEmpty) << "the given-up sends' buffers were not reused";
     });
     EXPECT_EQ(job.unreceived(), 0u);
 }
