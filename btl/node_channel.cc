@@ -312,7 +312,8 @@ bool NodeChannel::close_device(const Layout &l, uint64_t tries, int wait_seconds
     return all_closed;
 }
 
-Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty, const void *out) {
+Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty, const void *out,
+                         bool settle) {
     ipc_.begin_call();
     Post *mine = post_of(shm_.mailbox(me), n);
     mine->call = n;
@@ -325,7 +326,8 @@ Status NodeChannel::post(uint64_t n, int me, MemDomain &dom, const void *buf, bo
     // (work the application queued on the legacy stream included) before they read it,
     // and so must the output before they write it (a bcast peer posts no input, but its
     // root writes its buffer: a late write of the application's would land on top).
-    if (mine->posted && (!empty || out != nullptr)) STRATA_CHECK(dom.settle());
+    // settle false: the caller orders them some other way (a flag its stream writes).
+    if (settle && mine->posted && (!empty || out != nullptr)) STRATA_CHECK(dom.settle());
     return STRATA_OK;
 }
 

@@ -72,8 +72,11 @@ public:
     // flags separate (the caller raises and waits for them): post this rank's buffer
     // (nothing when empty), map every local peer's (into (*bufs)[i]), and learn whether
     // every rank of the node could. out (optional): the rank's output too, mapped
-    // into (*outs)[i] (outs given where every rank posted one).
-    Status post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty, const void *out = nullptr);
+    // into (*outs)[i] (outs given where every rank posted one). settle: post waits for
+    // the work queued on the application's stream before peers may read or write them;
+    // false where the caller orders them after it itself.
+    Status post(uint64_t n, int me, MemDomain &dom, const void *buf, bool empty, const void *out = nullptr,
+                bool settle = true);
     Status open_peers(uint64_t n, int me, int local_size, MemDomain &dom, std::vector<const char *> *bufs,
                       std::vector<const char *> *outs = nullptr);
     bool all_opened(uint64_t n, int local_size) const;

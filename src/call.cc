@@ -88,7 +88,18 @@ StepId Call::map_peers(const void *buf, size_t bytes, int source, void *out) {
                                                                ? &peer_outs_ : nullptr);
         },
         {all_posted});
-    const StepId all_opened = wait_all(kFlagPosted, 2, me, {sched_.signal(team_.flag(me, kFlagPosted), 2, {opened})});
+    // Peers read this rank's buffers (and write its output) once every rank raised
+    // POSTED to 2. With a lane, the lane raises it, behind the application's work queued
+    // before the call (the lane follows the application's stream), so the host does not
+    // wait for that work (NodeChannel::post's settle) and nothing waits for the write:
+    // the stream runs it. Without one, post() waited for that work.
+    StepId all_opened;
+    if (team_.lane() != nullptr) {
+        sched_.signal_on_stream(team_.flag(me, kFlagPosted), 2, {opened});
+        all_opened = wait_all(kFlagPosted, 2, me, {opened});
+    } else {
+        all_opened = wait_all(kFlagPosted, 2, me, {sched_.signal(team_.flag(me, kFlagPosted), 2, {opened})});
+    }
     return sched_.poll(
         [this](bool *done, bool *outcome) {
             *done = true;

@@ -186,6 +186,12 @@ StepId Schedule::signal(uint64_t *flag, uint64_t value, const Deps &deps) {
     return id;
 }
 
+StepId Schedule::signal_on_stream(uint64_t *flag, uint64_t value, const Deps &deps) {
+    const StepId id = signal(flag, value, deps);
+    if (id != kNoStep) steps_[id].on_stream = true;
+    return id;
+}
+
 StepId Schedule::wait(const uint64_t *flag, uint64_t value, const Deps &deps) {
     Step s{};
     s.kind = Kind::Wait;
@@ -648,7 +654,7 @@ void Schedule::choose_lane_steps() {
                 r.on_lane[i] = device(s);
                 break;
             case Kind::Signal:
-                r.on_lane[i] = after[i];
+                r.on_lane[i] = after[i] || s.on_stream;
                 break;
             case Kind::Nop:
                 r.on_lane[i] = after[i] || leads[i];

@@ -165,6 +165,10 @@ public:
     // holds at least value (acquire), compared as serial numbers (flag - value as a
     // signed 64-bit number >= 0), so values may wrap.
     StepId signal(uint64_t *flag, uint64_t value, const Deps &deps = {});
+    // signal(), written by the lane where the run is chained (chain()), even with no
+    // device work before it: behind the application's work the lane follows and what
+    // the run queued there before it. Unchained, the host writes it.
+    StepId signal_on_stream(uint64_t *flag, uint64_t value, const Deps &deps = {});
     StepId wait(const uint64_t *flag, uint64_t value, const Deps &deps = {});
     // Completes when its dependencies do: a join point.
     StepId join(const Deps &deps);
@@ -257,6 +261,7 @@ private:
         size_t n;          // bytes (copy/send/recv) or element count (reduce)
         uint64_t *flag;
         uint64_t value;
+        bool on_stream;  // signal: on the lane where chained (signal_on_stream)
         uint32_t dep_begin, dep_count;
         uint32_t src_begin, src_count;
         uint32_t dst_count;       // reduce: 0, one destination (dst); else that many in srcs_ after the sources

@@ -589,7 +589,9 @@ bool Team::zero_copy(size_t bytes) const {
 // call's schedule (Call::map_peers), with POSTED flags between them.
 Status Team::post_buffer(uint64_t n, const void *buf, size_t bytes, int source, const void *out) {
     const int me = layout_.my_local();
-    return node_.post(n, me, *dom_, buf, bytes == 0 || (source >= 0 && source != me), out);
+    // With a lane, the lane's POSTED write orders peers after the application's work
+    // (Call::map_peers); without one, post waits for it.
+    return node_.post(n, me, *dom_, buf, bytes == 0 || (source >= 0 && source != me), out, lane_ == nullptr);
 }
 
 Status Team::open_peers(uint64_t n, std::vector<const char *> *bufs, std::vector<const char *> *outs) {
